@@ -1,0 +1,3 @@
+"""anvil: a terminal coding assistant."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,146 @@
+"""The `anvil` command: argument parsing only. It picks a front end and imports nothing heavy.
+
+`--version` answers before argparse is even imported, so it costs no more than starting Python.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="anvil",
+        description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
+                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions.",
+        epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
+               "these flags, in increasing priority.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
+                        help="run one prompt headless and print the result ('-' reads it from stdin)")
+    parser.add_argument("--model", help="litellm model string, e.g. anthropic/claude-sonnet-4-5, "
+                                        "openai/<name> with --api-base, or 'scripted' for the demo model")
+    parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama)")
+    parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
+                        help="headless output: the answer (text), one JSON result (json), or one event "
+                             "per line (stream-json)")
+    parser.add_argument("--auto-approve", action="store_true", default=None,
+                        help="run every tool without asking, except the hard-deny list (trusted repos only)")
+    parser.add_argument("--max-iterations", type=int, metavar="N", help="model calls allowed per turn "
+                        "(default 50)")
+    resume = parser.add_mutually_exclusive_group()
+    resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
+                        help="resume the newest session of this directory")
+    resume.add_argument("--resume", metavar="ID", help="resume the session with this id")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else argv
+    if args_list == ["--version"] or args_list == ["-V"]:
+        from anvil import __version__
+
+        print(f"anvil {__version__}")
+        return 0
+    if args_list[:1] == ["sessions"]:
+        return _sessions(args_list[1:])
+    parser = build_parser()
+    args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
+    if args.version:
+        from anvil import __version__
+
+        print(f"anvil {__version__}")
+        return 0
+    if args.max_iterations is not None and args.max_iterations < 1:
+        parser.error("--max-iterations must be at least 1")
+    if args.prompt is None:
+        print("anvil: the interactive app is not available in this version yet; run one prompt with "
+              "`anvil -p \"PROMPT\"` (try `--model scripted` without a key).", file=sys.stderr)
+        return EXIT_USAGE
+    return _headless(args)
+
+
+def _flags(args: Any) -> dict[str, Any]:
+    return {"model": args.model, "api_base": args.api_base, "auto_approve": args.auto_approve,
+            "max_iterations": args.max_iterations}
+
+
+def _read_prompt(value: str) -> str | None:
+    if value != "-":
+        return value
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.read()
+
+
+def _headless(args: Any) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from anvil.config import ConfigError, load_settings
+    from anvil.core.model import ModelError
+    from anvil.core.session import SessionError
+
+    prompt = _read_prompt(args.prompt)
+    if prompt is None or not prompt.strip():
+        print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        settings = load_settings(Path.cwd(), _flags(args))
+        from anvil.headless import run_headless
+        from anvil.runtime import open_runtime
+
+        runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest)
+        return asyncio.run(run_headless(runtime, prompt, args.output_format))
+    except BrokenPipeError:
+        # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (ConfigError, SessionError, ModelError) as exc:
+        print(f"anvil: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _sessions(argv: list[str]) -> int:
+    import time
+    from pathlib import Path
+
+    from anvil.config import data_dir
+    from anvil.core.session import SessionStore
+
+    if argv and argv[0] in {"-h", "--help"}:
+        print("usage: anvil sessions\n\nList this directory's sessions, newest first; resume one with "
+              "`anvil --resume ID` or the newest with `anvil --continue`.")
+        return 0
+    if argv:
+        print(f"anvil sessions: unexpected argument '{argv[0]}'. It takes none.", file=sys.stderr)
+        return EXIT_USAGE
+    store = SessionStore(data_dir(), Path.cwd())
+    sessions = store.list()
+    if not sessions:
+        print(f"No sessions yet for {store.project_root}.")
+        return 0
+    print(f"{'ID':<24} {'STARTED':<17} {'TURNS':>5}  FIRST PROMPT")
+    for s in sessions:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created))
+        prompt = " ".join(s.first_prompt.split())
+        prompt = prompt[:60] + "…" if len(prompt) > 61 else prompt
+        print(f"{s.id:<24} {started:<17} {s.turns:>5}  {prompt}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Typed settings, layered: defaults < user TOML < project TOML < ANVIL_* environment < command-line flags.
+
+- user: ``$XDG_CONFIG_HOME/anvil/config.toml`` (``~/.config/anvil/config.toml``)
+- project: ``.anvil/config.toml`` in the project root
+
+Every problem (TOML syntax, an unknown key, a wrong type) becomes one :class:`ConfigError` naming the
+file, the key and what was expected. Paths follow the XDG base directories on every platform, as
+DESIGN.md specifies, so the files are where a person looks for them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ConfigError(Exception):
+    """A configuration problem, with one message that says where and what to do."""
+
+
+class Permissions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = Field(default_factory=list)
+    """Command patterns that run without asking, e.g. ``"pytest*"``, ``"git status"``."""
+    deny: list[str] = Field(default_factory=list)
+    """Command patterns that are always refused. Deny beats allow."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
+
+    model: str = "anthropic/claude-sonnet-4-5"
+    """Any litellm model string (``anthropic/…``, ``openai/…``, ``ollama/…``), or ``scripted`` for the demo."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama), used with ``openai/<name>``."""
+    max_retries: int = Field(4, ge=0, le=20)
+    """Retries of a model call that failed for a passing reason (rate limit, overload, 5xx, timeout)."""
+    max_iterations: int = Field(50, ge=1)
+    """Model calls allowed in one turn before anvil stops and reports."""
+    auto_approve: bool = False
+    """Run every tool without asking, except the hard-deny list. For trusted repositories only."""
+    ask_edits: bool = False
+    """Ask before applying edits and writes (showing the diff) instead of applying them directly."""
+    context_window: int | None = Field(None, ge=1024)
+    """Override the model's context window in tokens."""
+    compact_threshold: float | bool = 0.85
+    """Fraction of the usable window at which compaction starts; false turns it off."""
+    theme: str = "anvil-dark"
+    """Name of the TUI theme."""
+    allowed_dirs: list[str] = Field(default_factory=list)
+    """Directories outside the project that tools may read and change."""
+    test_command: str | None = None
+    """The command run_tests runs; detected from the project when unset."""
+    output_budget: int = Field(16_000, ge=1000)
+    """Characters of command output the model sees; the rest is cut in the middle and kept in a log."""
+    lint: dict[str, str] = Field(default_factory=dict)
+    """Linter per file type run after edits, e.g. ``python = "ruff check --output-format concise {path}"``."""
+    permissions: Permissions = Field(default_factory=Permissions)
+    """Rules for commands."""
+
+
+_TYPE_WORDS = {
+    "int_parsing": "a whole number", "int_type": "a whole number", "bool_parsing": "true or false",
+    "bool_type": "true or false", "string_type": "a string (in quotes)", "float_parsing": "a number",
+    "float_type": "a number", "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table",
+    "model_type": "a table", "greater_than_equal": "a larger number",
+}
+
+
+def xdg_config_home() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+
+
+def xdg_data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
+def user_config_dir() -> Path:
+    return xdg_config_home() / "anvil"
+
+
+def data_dir() -> Path:
+    return xdg_data_home() / "anvil"
+
+
+def user_config_path() -> Path:
+    return user_config_dir() / "config.toml"
+
+
+def project_config_path(root: Path) -> Path:
+    return root / ".anvil" / "config.toml"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc}. Check its permissions and encoding.") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid TOML: {exc}. Fix that line, or move the file "
+                          "aside to use the defaults.") from exc
+
+
+def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> ConfigError:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        known = ", ".join(Settings.model_fields) if len(err["loc"]) == 1 else ", ".join(Permissions.model_fields)
+        return ConfigError(f"{source}: unknown setting '{key}'. Known settings: {known}.")
+    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
+    got = _lookup(layer, err["loc"])
+    return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
+
+
+def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
+    """``ANVIL_<SETTING>`` for every top-level setting that is a plain value (strings are coerced)."""
+    layer: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        value = environ.get("ANVIL_" + name.upper())
+        if value is not None and name not in {"permissions", "lint", "allowed_dirs"}:
+            layer[name] = value
+    return layer
+
+
+def load_settings(root: Path, flags: dict[str, Any] | None = None,
+                  environ: dict[str, str] | None = None) -> Settings:
+    """Merge every layer, validating after each so an error names the layer that caused it."""
+    env = os.environ if environ is None else environ
+    layers = [
+        (f"User config {user_config_path()}", read_toml(user_config_path())),
+        (f"Project config {project_config_path(root)}", read_toml(project_config_path(root))),
+        ("Environment (ANVIL_* variables)", env_layer(env)),
+        ("Command line", {k: v for k, v in (flags or {}).items() if v is not None}),
+    ]
+    merged: dict[str, Any] = {}
+    for source, layer in layers:
+        if not layer:
+            continue
+        candidate = _merge(merged, layer)
+        try:
+            Settings.model_validate(candidate)
+        except ValidationError as exc:
+            raise _explain(exc, source, candidate) from None
+        merged = candidate
+    return Settings.model_validate(merged)

@@ -1,0 +1,226 @@
+"""Events: the engine's only output, and the only thing front ends consume.
+
+Every event is a frozen dataclass with a ``type`` tag. ``to_dict()`` gives the JSON form that
+``anvil -p --output-format stream-json`` writes one per line and that sessions record.
+An approval request is the one event that carries something live: a future the front end
+resolves with a :class:`ApprovalDecision`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck"]
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            if f.metadata.get("transient"):
+                continue
+            data[f.name] = _plain(getattr(self, f.name))
+        return data
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    type: ClassVar[str] = "turn_started"
+    turn: int
+    prompt: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class TurnEnded(Event):
+    type: ClassVar[str] = "turn_ended"
+    turn: int
+    reason: TurnEndReason
+    iterations: int
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    type: ClassVar[str] = "text_delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallInfo:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class AssistantMessage(Event):
+    type: ClassVar[str] = "assistant_message"
+    text: str
+    tool_calls: tuple[ToolCallInfo, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    type: ClassVar[str] = "tool_call_started"
+    call_id: str
+    name: str
+    args: dict[str, Any]
+    phase: str
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """The answer to an approval request.
+
+    ``remember`` is a scope ("session", "project", "user") when the person chose
+    "always allow"; ``pattern`` is then the rule saved.
+    """
+
+    allow: bool
+    message: str = ""
+    remember: str | None = None
+    pattern: str | None = None
+    by: str = "user"
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(Event):
+    type: ClassVar[str] = "approval_requested"
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    title: str
+    detail: str = ""
+    reasons: tuple[str, ...] = ()
+    suggested_pattern: str | None = None
+    diff: str | None = None
+    future: asyncio.Future[ApprovalDecision] | None = field(
+        default=None, compare=False, repr=False, metadata={"transient": True}
+    )
+
+    def answer(self, decision: ApprovalDecision) -> None:
+        """Resolve the request; a second answer (e.g. after an interrupt) is ignored."""
+        if self.future is not None and not self.future.done():
+            self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, decision)
+
+
+def _set_if_pending(future: asyncio.Future[ApprovalDecision], decision: ApprovalDecision) -> None:
+    if not future.done():
+        future.set_result(decision)
+
+
+@dataclass(frozen=True)
+class ApprovalAnswered(Event):
+    type: ClassVar[str] = "approval_answered"
+    call_id: str
+    tool: str
+    allow: bool
+    by: str
+    message: str = ""
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolResultEvent(Event):
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    name: str
+    ok: bool
+    summary: str
+    output: str
+    diff: str | None = None
+    duration: float = 0.0
+
+
+@dataclass(frozen=True)
+class TodoItem:
+    content: str
+    status: Literal["pending", "in_progress", "completed", "cancelled"]
+    active_form: str | None = None
+
+
+@dataclass(frozen=True)
+class TodosChanged(Event):
+    type: ClassVar[str] = "todos_changed"
+    todos: tuple[TodoItem, ...]
+
+
+@dataclass(frozen=True)
+class ContextUsage(Event):
+    type: ClassVar[str] = "context_usage"
+    used: int
+    window: int
+    fraction: float
+    estimated: bool = False
+
+
+@dataclass(frozen=True)
+class CompactionStarted(Event):
+    type: ClassVar[str] = "compaction_started"
+    tokens_before: int
+    reason: str = "threshold"
+
+
+@dataclass(frozen=True)
+class CompactionFinished(Event):
+    type: ClassVar[str] = "compaction_finished"
+    tokens_before: int
+    tokens_after: int
+    tier: int
+    ok: bool = True
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class UsageReport(Event):
+    """Usage of one model call, and the running totals of the session."""
+
+    type: ClassVar[str] = "usage"
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float | None
+    total_prompt_tokens: int
+    total_completion_tokens: int
+    total_cost: float
+
+
+@dataclass(frozen=True)
+class Retrying(Event):
+    type: ClassVar[str] = "retrying"
+    attempt: int
+    max_attempts: int
+    delay: float
+    message: str
+
+
+@dataclass(frozen=True)
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    message: str
+    retryable: bool = False
+    kind: str = "error"
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    """Something the person should know that is not an error (a cut project memory, a skipped line)."""
+
+    type: ClassVar[str] = "notice"
+    message: str

@@ -1,0 +1,361 @@
+"""The model seam: a small protocol, and its implementation on litellm.
+
+A model streams ``str`` text deltas, :class:`~anvil.core.events.Retrying` notices, and finally one
+:class:`Completion` (the assembled message with its tool calls, usage and cost). Failures are raised
+as :class:`ModelError`, which carries one friendly sentence and whether retrying could help.
+
+litellm takes seconds to import, so it is imported lazily (:func:`load_litellm`) and can be warmed
+in a background thread (:func:`warm_litellm`) after a front end has painted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from anvil.core.events import Retrying
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass
+class Completion:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+    cost: float | None = None
+    finish_reason: str | None = None
+
+
+StreamItem = str | Retrying | Completion
+
+
+class ModelError(Exception):
+    """A model failure with one sentence for the person and a retry verdict."""
+
+    def __init__(self, message: str, *, retryable: bool = False, kind: str = "error") -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.kind = kind
+
+
+class Model(Protocol):
+    name: str
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        """Stream one reply to ``messages``, offering ``tools``."""
+        ...
+
+    def context_window(self) -> int | None:
+        """The model's input window in tokens, when known."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------
+# litellm, loaded lazily
+
+_litellm: Any = None
+_litellm_lock = threading.Lock()
+
+
+def load_litellm() -> Any:
+    """Import litellm once, configured for offline, quiet use."""
+    global _litellm
+    if _litellm is None:
+        with _litellm_lock:
+            if _litellm is None:
+                # Without this litellm fetches a price map over the network at import, retrying with sleeps.
+                os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                import litellm
+
+                litellm.suppress_debug_info = True  # it prints provider-list noise otherwise
+                litellm.drop_params = True  # providers that lack stream_options etc. still work
+                _litellm = litellm
+    return _litellm
+
+
+def warm_litellm() -> threading.Thread:
+    """Import litellm in a daemon thread so the first model call does not pay for it."""
+    thread = threading.Thread(target=load_litellm, name="anvil-warm-litellm", daemon=True)
+    thread.start()
+    return thread
+
+
+# ---------------------------------------------------------------------------------------------
+# errors: litellm exception -> (retry?, friendly text)
+
+_RETRYABLE = {
+    "RateLimitError": ("rate_limit", "The provider is rate-limiting requests"),
+    "ServiceUnavailableError": ("overloaded", "The provider is overloaded"),
+    "InternalServerError": ("server", "The provider had a server error"),
+    "BadGatewayError": ("server", "The provider had a gateway error"),
+    "Timeout": ("timeout", "The request to the provider timed out"),
+    "APIConnectionError": ("connection", "Could not connect to the provider"),
+}
+_FATAL = {
+    "AuthenticationError": ("auth", "The provider rejected the API key"),
+    "PermissionDeniedError": ("auth", "The provider refused access to this model"),
+    "NotFoundError": ("not_found", "The provider does not know this model"),
+    "ContextWindowExceededError": ("context_overflow", "The conversation is longer than the model's context"),
+    "ContentPolicyViolationError": ("content_policy", "The provider refused the request (content policy)"),
+    "BadRequestError": ("bad_request", "The provider rejected the request"),
+    "UnprocessableEntityError": ("bad_request", "The provider rejected the request"),
+}
+
+
+def classify_error(exc: BaseException, model: str, api_base: str | None = None) -> ModelError:
+    """Map a litellm (or transport) exception to a :class:`ModelError`."""
+    text = str(exc).replace("\n", " ").strip()
+    detail = _LITELLM_PREFIX.sub("", text)[:300] or type(exc).__name__
+    if _is_connection_failure(exc, text):
+        where = f" at {api_base}" if api_base else ""
+        return ModelError(f"Could not connect to the provider{where}: {detail}. Check that the server is "
+                          "running and the address is right.", retryable=True, kind="connection")
+    if "LLM Provider NOT provided" in text:
+        return ModelError(
+            f"anvil doesn't know which provider serves '{model}'. Use a litellm model string such as "
+            "'anthropic/claude-sonnet-4-5' or 'openai/gpt-4o', or 'openai/<name>' with --api-base for a "
+            "local OpenAI-compatible server.", kind="unknown_model")
+    # Walk the class hierarchy so subclasses (ContextWindowExceededError < BadRequestError) map first.
+    for cls in type(exc).__mro__:
+        name = cls.__name__
+        if name in _FATAL:
+            kind, lead = _FATAL[name]
+            hint = _hint(kind, model, api_base)
+            return ModelError(f"{lead} ({model}): {detail}{hint}", kind=kind)
+        if name in _RETRYABLE:
+            kind, lead = _RETRYABLE[name]
+            where = f" at {api_base}" if api_base and kind == "connection" else ""
+            return ModelError(f"{lead}{where}: {detail}", retryable=True, kind=kind)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and (status == 429 or status >= 500):
+        return ModelError(f"The provider answered {status}: {detail}", retryable=True, kind="server")
+    if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
+        return ModelError(f"Could not reach the provider: {detail}", retryable=True, kind="connection")
+    return ModelError(f"The model call failed ({type(exc).__name__}): {detail}", kind="error")
+
+
+# litellm prefixes messages with class names: "litellm.RateLimitError: RateLimitError: OpenAIException - ..."
+_LITELLM_PREFIX = re.compile(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?")
+
+
+def _is_connection_failure(exc: BaseException, text: str) -> bool:
+    # litellm wraps a refused connection as InternalServerError("Connection error."); look at the causes too.
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            break
+        if type(seen).__name__ in {"APIConnectionError", "ConnectError", "ConnectionRefusedError"}:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return "Connection error" in text
+
+
+def _hint(kind: str, model: str, api_base: str | None) -> str:
+    if kind == "auth":
+        provider = model.split("/", 1)[0].upper() if "/" in model else "the provider's"
+        return f". Set {provider}_API_KEY (or ANVIL_API_KEY) to a valid key."
+    if kind == "not_found":
+        return ". Check the model name with --model."
+    return ""
+
+
+@dataclass
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter."""
+
+    max_attempts: int = 5
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int) -> float:
+        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+_OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "lm_studio/", "ollama/", "ollama_chat/", "llamafile/")
+
+
+class LiteLLMModel:
+    """Any litellm model string, always streaming, with usage and cost from the responses."""
+
+    def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
+                 retry: RetryPolicy | None = None, timeout: float = 600.0,
+                 context_window_override: int | None = None) -> None:
+        self.name = name
+        self.api_base = api_base
+        self.api_key = api_key or os.environ.get("ANVIL_API_KEY") or self._placeholder_key()
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self._context_window = context_window_override
+
+    def _placeholder_key(self) -> str | None:
+        # Local servers (llama.cpp, vLLM, Ollama) need no key, but the OpenAI client insists on one.
+        if self.api_base and self.name.startswith(_OPENAI_COMPATIBLE) and not os.environ.get("OPENAI_API_KEY"):
+            return "anvil-no-key"
+        return None
+
+    def preflight(self) -> str | None:
+        """A problem that would make every call fail (unknown provider, missing key), said up front."""
+        litellm = load_litellm()
+        try:
+            litellm.get_llm_provider(self.name)
+        except Exception as exc:
+            return classify_error(exc, self.name, self.api_base).message
+        if self.api_key:
+            return None
+        missing = [k for k in litellm.validate_environment(model=self.name).get("missing_keys", [])
+                   if not k.endswith("_API_BASE")]  # a base URL has a default; a key does not
+        if missing:
+            names = " or ".join(missing)
+            return (f"No API key for {self.name}: set {names} (or ANVIL_API_KEY), or use --api-base for a "
+                    "local server. To try anvil without a key: anvil -p \"...\" --model scripted")
+        return None
+
+    def context_window(self) -> int | None:
+        if self._context_window is None:
+            try:
+                info = load_litellm().get_model_info(self.name)
+                self._context_window = int(info.get("max_input_tokens") or info.get("max_tokens") or 0) or None
+            except Exception:
+                self._context_window = None
+        return self._context_window
+
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.name,
+            "messages": _with_cache_hints(self.name, messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self.timeout,
+            "num_retries": 0,  # retries are ours: bounded, visible as events
+            "max_retries": 0,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        return kwargs
+
+    async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        litellm = await asyncio.to_thread(load_litellm)
+        attempt = 1
+        while True:
+            started_output = False
+            try:
+                response = await litellm.acompletion(**self._request(messages, tools))
+                builder = _CompletionBuilder()
+                async for chunk in response:
+                    delta_text = builder.add(chunk)
+                    if delta_text:
+                        started_output = True
+                        yield delta_text
+                completion = builder.build()
+                completion.cost = self._cost(litellm, completion.usage)
+                yield completion
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = classify_error(exc, self.name, self.api_base)
+                # Text already shown cannot be taken back, so a mid-stream failure is not retried.
+                if not error.retryable or started_output or attempt >= self.retry.max_attempts:
+                    if error.retryable and attempt > 1:
+                        error.message += f" (gave up after {attempt} attempts)"
+                    raise error from exc
+                delay = self.retry.delay(attempt)
+                yield Retrying(attempt, self.retry.max_attempts, round(delay, 2), error.message)
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    def _cost(self, litellm: Any, usage: Usage | None) -> float | None:
+        if usage is None:
+            return None
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.name, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            return float(prompt_cost + completion_cost)
+        except Exception:
+            return None  # unknown price (local models): no cost rather than a guess
+
+
+def _with_cache_hints(model: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark the system prompt cacheable for providers with explicit prompt caching (Anthropic)."""
+    if not (model.startswith(("anthropic/", "claude", "bedrock/anthropic")) and messages):
+        return messages
+    first = messages[0]
+    if first.get("role") != "system" or not isinstance(first.get("content"), str):
+        return messages
+    cached = {"role": "system", "content": [{"type": "text", "text": first["content"],
+                                             "cache_control": {"type": "ephemeral"}}]}
+    return [cached, *messages[1:]]
+
+
+class _CompletionBuilder:
+    """Assembles text, tool calls (from index-keyed deltas) and usage out of stream chunks."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+
+    def add(self, chunk: Any) -> str:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = getattr(details, "cached_tokens", 0) if details is not None else 0
+            self.usage = Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), int(cached or 0))
+        choices = getattr(chunk, "choices", None) or []
+        if not choices:
+            return ""
+        choice = choices[0]
+        if getattr(choice, "finish_reason", None):
+            self.finish_reason = choice.finish_reason
+        delta = getattr(choice, "delta", None)
+        if delta is None:
+            return ""
+        for call in getattr(delta, "tool_calls", None) or []:
+            index = getattr(call, "index", None)
+            if index is None:
+                index = len(self.calls)
+            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+            if getattr(call, "id", None):
+                slot["id"] = call.id
+            function = getattr(call, "function", None)
+            if function is not None:
+                if getattr(function, "name", None):
+                    slot["name"] = function.name
+                if getattr(function, "arguments", None):
+                    slot["arguments"] += function.arguments
+        content = getattr(delta, "content", None)
+        if content:
+            self.text.append(content)
+            return str(content)
+        return ""
+
+    def build(self) -> Completion:
+        calls = [ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
+                 for index, slot in sorted(self.calls.items())]
+        return Completion("".join(self.text), calls, self.usage, None, self.finish_reason)

@@ -1,0 +1,212 @@
+"""Append-only JSONL sessions: one record a line, written as it happens.
+
+Layout: ``<data_dir>/sessions/<project-slug>/<id>.jsonl``. Records are small dicts with a ``t`` tag:
+
+- ``session``: id, created, cwd, model, anvil version (always the first line)
+- ``message``: one chat message appended to the model's history
+- ``event``: an engine event (turns, approvals, usage, todos, context, compaction...)
+- ``compaction``: the history that replaced everything before it (earlier records are kept for audit)
+
+A crash loses at most the line being written: each record is flushed as soon as it is appended,
+and a torn last line is skipped with a warning when the session is read back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class SessionError(Exception):
+    """A session that cannot be found or read; the message says what to do."""
+
+
+def project_slug(root: Path) -> str:
+    """A readable, collision-safe directory name for a project path."""
+    text = str(root.resolve())
+    readable = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[-48:] or "root"
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return f"{readable}-{digest}"
+
+
+def new_session_id() -> str:
+    # Sortable by time, unique without coordination.
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class SessionState:
+    """What a session's records add up to: the history to resume from, and its bookkeeping."""
+
+    meta: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    turns: int = 0
+    first_prompt: str = ""
+    total_cost: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class Session:
+    """One session file, opened for appending."""
+
+    def __init__(self, path: Path, session_id: str) -> None:
+        self.path = path
+        self.id = session_id
+        self._file: TextIO | None = None
+
+    def append(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._file.flush()  # the record reaches the OS now: a crash of anvil cannot lose it
+
+    def sync(self) -> None:
+        """Push appended records to disk (end of a turn): survives a power loss too."""
+        if self._file is not None:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def load(self) -> SessionState:
+        return read_session(self.path)
+
+
+def read_session(path: Path) -> SessionState:
+    """Fold a session file into its state. Unreadable lines are skipped, never fatal."""
+    state = SessionState(meta={})
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SessionError(f"Cannot read session file {path}: {exc.strerror}.") from exc
+    lines = raw.split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            last = number == len(lines) or (number == len(lines) - 1 and not lines[-1])
+            what = "an incomplete last line (anvil stopped while writing it)" if last else f"line {number}"
+            state.warnings.append(f"Skipped {what} of {path.name}: it is not valid JSON.")
+            continue
+        _apply(state, record)
+    return state
+
+
+def _apply(state: SessionState, record: dict[str, Any]) -> None:
+    kind = record.get("t")
+    if kind == "session":
+        state.meta = record
+    elif kind == "message":
+        message = record.get("message")
+        if isinstance(message, dict):
+            state.messages.append(message)
+    elif kind == "compaction":
+        state.messages = list(record.get("messages", []))
+    elif kind == "event":
+        event = record.get("event") or {}
+        etype = event.get("type")
+        if etype == "turn_started":
+            state.turns += 1
+            if not state.first_prompt:
+                state.first_prompt = str(event.get("prompt", ""))
+        elif etype == "todos_changed":
+            state.todos = list(event.get("todos", []))
+        elif etype == "usage":
+            state.total_cost = float(event.get("total_cost") or 0.0)
+            state.prompt_tokens = int(event.get("total_prompt_tokens") or 0)
+            state.completion_tokens = int(event.get("total_completion_tokens") or 0)
+
+
+@dataclass
+class SessionSummary:
+    id: str
+    path: Path
+    created: float
+    updated: float
+    first_prompt: str
+    turns: int
+
+
+class SessionStore:
+    """The sessions of one project directory."""
+
+    def __init__(self, data_dir: Path, project_root: Path) -> None:
+        self.project_root = project_root.resolve()
+        self.dir = data_dir / "sessions" / project_slug(self.project_root)
+
+    def create(self, model: str, version: str) -> Session:
+        session_id = new_session_id()
+        session = Session(self.dir / f"{session_id}.jsonl", session_id)
+        session.append({"t": "session", "id": session_id, "created": time.time(),
+                        "cwd": str(self.project_root), "model": model, "version": version})
+        return session
+
+    def open(self, session_id: str) -> Session:
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", session_id):
+            raise SessionError(f"'{session_id}' is not a session id. `anvil sessions` lists them.")
+        path = self.dir / f"{session_id}.jsonl"
+        if not path.exists():
+            raise SessionError(f"No session '{session_id}' for {self.project_root}. `anvil sessions` lists them.")
+        return Session(path, session_id)
+
+    def latest(self) -> Session | None:
+        paths = self._paths()
+        if not paths:
+            return None
+        newest = max(paths, key=lambda p: p.stat().st_mtime)
+        return Session(newest, newest.stem)
+
+    def _paths(self) -> list[Path]:
+        return list(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []
+
+    def list(self) -> list[SessionSummary]:
+        summaries = []
+        for path in self._paths():
+            try:
+                state = read_session(path)
+                updated = path.stat().st_mtime
+            except (SessionError, OSError):
+                continue
+            created = float(state.meta.get("created") or updated)
+            summaries.append(SessionSummary(path.stem, path, created, updated, state.first_prompt, state.turns))
+        return sorted(summaries, key=lambda s: s.updated, reverse=True)
+
+
+def repair_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give every assistant tool call a result, so a history cut by a crash is valid to send again."""
+    repaired: list[dict[str, Any]] = []
+    open_calls: list[dict[str, Any]] = []
+
+    def close_open() -> None:
+        for call in open_calls:
+            repaired.append({"role": "tool", "tool_call_id": call.get("id"), "name":
+                             (call.get("function") or {}).get("name", ""),
+                             "content": "No result: anvil stopped before this call finished."})
+        open_calls.clear()
+
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            open_calls[:] = [c for c in open_calls if c.get("id") != message.get("tool_call_id")]
+        else:
+            close_open()
+        repaired.append(message)
+        if role == "assistant":
+            open_calls.extend(message.get("tool_calls") or [])
+    close_open()
+    return repaired

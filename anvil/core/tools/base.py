@@ -1,0 +1,224 @@
+"""The tool contract: what every tool is, what it gets, what it returns.
+
+A tool is a class with a name, a description written for the model, a pydantic ``Args`` model
+(its JSON schema is what the model sees), ``needs_approval(args, ctx)`` and ``async run(args, ctx)``.
+Tools never raise into the loop: :class:`ToolError` carries a message back to the model, and the
+registry turns bad arguments and unexpected exceptions into error results too.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from anvil.core.checkpoints import CheckpointStore, NullCheckpointStore
+from anvil.core.events import Event
+
+
+class ToolError(Exception):
+    """A failure the model should read and can act on (bad path, no match, timeout...)."""
+
+
+@dataclass
+class ToolResult:
+    """What a tool returns. ``output`` is what the model reads; the rest is for front ends."""
+
+    output: str
+    ok: bool = True
+    summary: str = ""
+    diff: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class ToolArgs(BaseModel):
+    """Base for tool arguments: unknown keys are rejected so the model learns the real names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class ToolSettings:
+    """The part of the configuration tools read. Front ends fill it from the settings."""
+
+    allowed_dirs: list[Path] = field(default_factory=list)
+    lint: dict[str, str] = field(default_factory=dict)
+    lint_timeout: float = 20.0
+    test_command: str | None = None
+    output_budget: int = 16_000
+    default_timeout: float = 120.0
+    max_timeout: float = 600.0
+
+
+@dataclass
+class FileStamp:
+    """What a file looked like when the model last read it, to refuse blind overwrites."""
+
+    mtime_ns: int
+    size: int
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may touch. One per session; tools keep their own state in ``state``."""
+
+    root: Path
+    data_dir: Path
+    session_id: str = "session"
+    settings: ToolSettings = field(default_factory=ToolSettings)
+    checkpoints: CheckpointStore = field(default_factory=NullCheckpointStore)
+    emit: Callable[[Event], None] = lambda event: None
+    reads: dict[Path, FileStamp] = field(default_factory=dict)
+    todos: list[Any] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    cleanups: list[Callable[[], Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = self.root.resolve()
+
+    def resolve(self, path: str) -> Path:
+        """A model-supplied path, made absolute and checked to be inside the project."""
+        from anvil.core.tools.paths import resolve_path
+
+        return resolve_path(path, self.root, self.settings.allowed_dirs)
+
+    def display(self, path: Path) -> str:
+        """The path as the model and the person should see it: relative to the root when inside."""
+        try:
+            return path.relative_to(self.root).as_posix() or "."
+        except ValueError:
+            return str(path)
+
+    def record_read(self, path: Path) -> None:
+        st = path.stat()
+        self.reads[path] = FileStamp(st.st_mtime_ns, st.st_size)
+
+    async def close(self) -> None:
+        """End what tools left running (background commands); called when the session ends."""
+        import inspect
+
+        for cleanup in reversed(self.cleanups):
+            try:
+                result = cleanup()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:  # a failing cleanup must not stop the others
+                pass
+        self.cleanups.clear()
+
+
+class Tool(ABC):
+    """Base class for tools. Subclasses set the class attributes and implement ``run``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[ToolArgs]] = ToolArgs
+    #: True when the tool never changes anything (plan mode and sub-agents rely on it).
+    read_only: ClassVar[bool] = True
+
+    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
+        return False
+
+    def phase(self, args: Any) -> str:
+        """A short label for front ends ("Reading app.py"), derived from the arguments."""
+        return self.name
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+    def schema(self) -> dict[str, Any]:
+        params = self.Args.model_json_schema()
+        params.pop("title", None)
+        _strip_titles(params)
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": params}}
+
+
+def _strip_titles(node: Any) -> None:
+    # pydantic adds a "title" to every property; models do not need them and they cost tokens.
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict):
+            for prop in props.values():
+                if isinstance(prop, dict):
+                    prop.pop("title", None)
+        for value in node.values():
+            _strip_titles(value)
+    elif isinstance(node, list):
+        for value in node:
+            _strip_titles(value)
+
+
+@dataclass
+class PreparedCall:
+    """A tool call after its arguments were parsed; ``error`` is set when it cannot run."""
+
+    tool: Tool | None
+    args: Any
+    raw_args: dict[str, Any]
+    error: str | None = None
+
+
+class ToolRegistry:
+    """The tools offered to the model, by name."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._schemas: list[dict[str, Any]] | None = None
+        for tool in tools or []:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+        self._schemas = None
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+        self._schemas = None
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        # Built once: pydantic's schema generation costs milliseconds, and the loop asks every step.
+        if self._schemas is None:
+            self._schemas = [tool.schema() for tool in self._tools.values()]
+        return self._schemas
+
+    def prepare(self, name: str, arguments: str) -> PreparedCall:
+        """Parse and validate a call's raw JSON arguments; problems become messages for the model."""
+        tool = self._tools.get(name)
+        try:
+            raw = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return PreparedCall(tool, None, {}, f"The arguments for {name} are not valid JSON ({exc.msg} at "
+                                f"position {exc.pos}). Send a JSON object matching the tool's schema.")
+        if not isinstance(raw, dict):
+            return PreparedCall(tool, None, {}, f"The arguments for {name} must be a JSON object.")
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return PreparedCall(None, None, raw, f"Unknown tool '{name}'. Available tools: {known}.")
+        try:
+            args = tool.Args.model_validate(raw)
+        except ValidationError as exc:
+            return PreparedCall(tool, None, raw, f"Invalid arguments for {name}: {format_validation(exc)}")
+        return PreparedCall(tool, args, raw)
+
+
+def format_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        message = "missing required parameter" if err["type"] == "missing" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown parameter"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)

@@ -1,0 +1,188 @@
+"""A local OpenAI-compatible chat-completions server that streams scripted turns.
+
+Tests point litellm at it (``model="openai/<name>"``, ``api_base=server.url``) so that the
+adapter runs through litellm's real HTTP and streaming code, with no provider involved.
+
+Each scripted turn is a dict:
+
+    {"text": "hello", "tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}]}
+    {"status": 429, "error": "slow down"}          # a fault answered instead of a stream
+    {"tool_calls": [{"name": "x", "arguments": "{not json"}]}   # raw string arguments are sent as-is
+    {"text": "...", "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
+
+The server also runs as a script (``python tests/support/openai_server.py script.json``)
+for terminal tests and benchmarks, printing its URL on the first line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+class ScriptedOpenAIServer:
+    """Serves scripted turns in order; records every request body it receives."""
+
+    def __init__(self, turns: list[dict[str, Any]] | None = None, chunk_delay: float = 0.0) -> None:
+        self.turns: deque[dict[str, Any]] = deque(turns or [])
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.chunk_delay = chunk_delay
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def add(self, *turns: dict[str, Any]) -> None:
+        with self._lock:
+            self.turns.extend(turns)
+
+    def start(self) -> ScriptedOpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next_turn(self) -> dict[str, Any]:
+        with self._lock:
+            if self.turns:
+                return self.turns.popleft()
+        return {"text": "(the scripted server has no more turns)"}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # keep test output quiet
+                pass
+
+            def do_GET(self) -> None:  # /v1/models, for clients that probe
+                body = json.dumps({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+                self._send_json(200, body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(request)
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                turn = server._next_turn()
+                if "status" in turn:
+                    error = {"error": {"message": turn.get("error", "fault"), "type": "server_error"}}
+                    self._send_json(int(turn["status"]), json.dumps(error))
+                    return
+                if not request.get("stream"):
+                    self._send_json(200, json.dumps(_whole_response(turn, request)))
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                try:
+                    for chunk in _stream_chunks(turn, request):
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        if server.chunk_delay:
+                            time.sleep(server.chunk_delay)
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client hung up (an interrupt): nothing to do
+                self.close_connection = True
+
+            def _send_json(self, status: int, body: str) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _usage(turn: dict[str, Any], request: dict[str, Any]) -> dict[str, int]:
+    usage = turn.get("usage")
+    if usage is None:
+        prompt = len(json.dumps(request.get("messages", []))) // 4
+        completion = max(1, len(turn.get("text", "")) // 4)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+    return {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+
+
+def _raw_arguments(call: dict[str, Any]) -> str:
+    args = call.get("arguments", {})
+    return args if isinstance(args, str) else json.dumps(args)
+
+
+def _stream_chunks(turn: dict[str, Any], request: dict[str, Any]):
+    base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": request.get("model", "scripted")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = turn.get("text", "")
+    step = int(turn.get("chunk_chars", 8))
+    for start in range(0, len(text), step):
+        yield chunk({"content": text[start:start + step]})
+    calls = turn.get("tool_calls", [])
+    for index, call in enumerate(calls):
+        call_id = call.get("id", f"call_{index}_{abs(hash(_raw_arguments(call))) % 10**8}")
+        raw = _raw_arguments(call)
+        yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                      "function": {"name": call["name"], "arguments": ""}}]})
+        # Arguments arrive in pieces, as real providers send them.
+        for start in range(0, len(raw), 10):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": raw[start:start + 10]}}]})
+    yield chunk({}, "tool_calls" if calls else "stop")
+    if (request.get("stream_options") or {}).get("include_usage"):
+        yield {**base, "choices": [], "usage": _usage(turn, request)}
+
+
+def _whole_response(turn: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    calls = [{"id": f"call_{i}", "type": "function",
+              "function": {"name": c["name"], "arguments": _raw_arguments(c)}}
+             for i, c in enumerate(turn.get("tool_calls", []))]
+    message: dict[str, Any] = {"role": "assistant", "content": turn.get("text", "")}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
+            "model": request.get("model", "scripted"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": _usage(turn, request)}
+
+
+def main() -> None:
+    turns = json.loads(Path(sys.argv[1]).read_text()) if len(sys.argv) > 1 else []
+    delay = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+    server = ScriptedOpenAIServer(turns, chunk_delay=delay)
+    print(server.url, flush=True)
+    server._httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

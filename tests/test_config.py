@@ -1,0 +1,82 @@
+"""Layered settings and their error messages."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from anvil.config import ConfigError, load_settings, user_config_path
+from tests.conftest import anvil_command
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_defaults(project: Path) -> None:
+    settings = load_settings(project, environ={})
+    assert settings.max_iterations == 50 and settings.auto_approve is False
+
+
+def test_layers_in_order(project: Path) -> None:
+    write(user_config_path(), 'model = "openai/user"\nmax_iterations = 10\ntheme = "light"\n'
+                              '[permissions]\nallow = ["git status"]\n')
+    write(project / ".anvil" / "config.toml", 'model = "openai/project"\nmax_iterations = 20\n'
+                                              '[permissions]\ndeny = ["rm *"]\n')
+    settings = load_settings(project, environ={"ANVIL_MAX_ITERATIONS": "30"})
+    assert settings.model == "openai/project"  # project beats user
+    assert settings.theme == "light"  # user beats defaults
+    assert settings.max_iterations == 30  # env beats files
+    assert settings.permissions.allow == ["git status"] and settings.permissions.deny == ["rm *"]
+    flagged = load_settings(project, {"max_iterations": 40, "model": None}, environ={"ANVIL_MAX_ITERATIONS": "30"})
+    assert flagged.max_iterations == 40 and flagged.model == "openai/project"
+
+
+def test_env_bool(project: Path) -> None:
+    assert load_settings(project, environ={"ANVIL_AUTO_APPROVE": "true"}).auto_approve is True
+
+
+def test_unknown_key_names_file_and_key(project: Path) -> None:
+    path = project / ".anvil" / "config.toml"
+    write(path, "max_iteration = 5\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(project, environ={})
+    message = str(info.value)
+    assert str(path) in message and "'max_iteration'" in message and "max_iterations" in message
+
+
+def test_wrong_type_says_what_was_expected(project: Path) -> None:
+    write(user_config_path(), 'max_iterations = "lots"\n')
+    with pytest.raises(ConfigError, match=r"'max_iterations' should be a whole number, not 'lots'"):
+        load_settings(project, environ={})
+
+
+def test_nested_unknown_key(project: Path) -> None:
+    write(project / ".anvil" / "config.toml", "[permissions]\nallwo = []\n")
+    with pytest.raises(ConfigError, match=r"unknown setting 'permissions.allwo'.*allow, deny"):
+        load_settings(project, environ={})
+
+
+def test_toml_syntax_error(project: Path) -> None:
+    write(project / ".anvil" / "config.toml", "model = \n")
+    with pytest.raises(ConfigError, match=r"is not valid TOML.*line 1"):
+        load_settings(project, environ={})
+
+
+def test_bad_env_value_names_the_environment(project: Path) -> None:
+    with pytest.raises(ConfigError, match=r"Environment.*'max_iterations'"):
+        load_settings(project, environ={"ANVIL_MAX_ITERATIONS": "many"})
+
+
+def test_cli_reports_config_error_without_traceback(project: Path) -> None:
+    write(project / ".anvil" / "config.toml", "[[[broken\n")
+    result = subprocess.run(anvil_command("-p", "hi", "--model", "scripted"), cwd=project,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("anvil: Config file") and "not valid TOML" in result.stderr
+    assert str(project / ".anvil" / "config.toml") in result.stderr and result.stderr.count("\n") == 1
+    assert (project / ".anvil" / "config.toml").read_text() == "[[[broken\n"  # nothing the user wrote is lost

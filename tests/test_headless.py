@@ -1,0 +1,169 @@
+"""`anvil -p` as a person runs it: a subprocess, through litellm, against the local scripted server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import anvil_command
+from tests.support.openai_server import ScriptedOpenAIServer
+
+
+def run_anvil(project: Path, server: ScriptedOpenAIServer | None, *args: str, stdin: str | None = None,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = ["--model", "openai/scripted", "--api-base", server.url] if server else []
+    return subprocess.run(anvil_command(*args, *base), cwd=project, capture_output=True, text=True,
+                          input=stdin, timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_text_output_is_the_final_answer(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "The answer is 42."})
+    result = run_anvil(project, server, "-p", "what is the answer?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The answer is 42.\n"
+    assert result.stderr == ""
+    # No key configured: a placeholder is sent so local servers just work.
+    assert server.headers[0]["authorization"] == "Bearer anvil-no-key"
+    assert server.requests[0]["messages"][-1] == {"role": "user", "content": "what is the answer?"}
+
+
+def test_prompt_from_stdin(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "read it"})
+    result = run_anvil(project, server, "-p", "-", stdin="summarise\nthis please\n")
+    assert result.returncode == 0
+    assert server.requests[0]["messages"][-1]["content"] == "summarise\nthis please\n"
+
+
+def test_json_output(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "Done.", "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
+    result = run_anvil(project, server, "-p", "go", "--output-format", "json")
+    data = json.loads(result.stdout)
+    assert data["result"] == "Done." and data["stop_reason"] == "done" and data["is_error"] is False
+    assert data["turns"] == 1 and data["usage"] == {"prompt_tokens": 50, "completion_tokens": 5}
+    assert data["session_id"] and isinstance(data["cost"], float)
+
+
+def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "Reading.", "tool_calls": [{"name": "no_such_tool", "arguments": {}}]},
+               {"text": "All done here."})
+    result = run_anvil(project, server, "-p", "go", "--output-format", "stream-json")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "turn_started" and types[-1] == "turn_ended"
+    for expected in ("text_delta", "assistant_message", "usage", "context_usage", "tool_call_started",
+                     "tool_result"):
+        assert expected in types
+    assert events[-1]["reason"] == "done"
+    text = "".join(e["text"] for e in events if e["type"] == "text_delta")
+    assert text == "Reading.All done here."
+
+
+def test_provider_error_is_one_message_and_exit_1(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"status": 401, "error": "Incorrect API key provided"})
+    result = run_anvil(project, server, "-p", "hello")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and "rejected the API key" in result.stderr
+    # The prompt is in the session even though the turn failed: nothing the person wrote is lost.
+    listing = subprocess.run(anvil_command("sessions"), cwd=project, capture_output=True, text=True)
+    assert "hello" in listing.stdout
+
+
+def test_unreachable_server(project: Path) -> None:
+    result = run_anvil(project, None, "-p", "hi", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1",
+                       env={"ANVIL_MAX_RETRIES": "0"})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "Could not connect to the provider at http://127.0.0.1:9/v1" in result.stderr
+
+
+def test_missing_key_is_reported_before_calling(project: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    result = subprocess.run(anvil_command("-p", "hi", "--model", "anthropic/claude-sonnet-4-5"), cwd=project,
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 1
+    assert "No API key for anthropic/claude-sonnet-4-5: set ANTHROPIC_API_KEY" in result.stderr
+
+
+def test_bad_usage_exits_2(project: Path) -> None:
+    assert run_anvil(project, None, "--no-such-flag").returncode == 2
+    empty = run_anvil(project, None, "-p", "  ")
+    assert empty.returncode == 2 and "prompt is empty" in empty.stderr
+    assert run_anvil(project, None, "-p", "x", "--max-iterations", "0").returncode == 2
+
+
+def test_version_and_help(project: Path) -> None:
+    from anvil import __version__
+
+    assert run_anvil(project, None, "--version").stdout == f"anvil {__version__}\n"
+    assert "--output-format" in run_anvil(project, None, "--help").stdout
+
+
+def test_continue_resumes_the_conversation(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "First answer."}, {"text": "Second answer."})
+    first = run_anvil(project, server, "-p", "remember the number 7", "--output-format", "json")
+    session_id = json.loads(first.stdout)["session_id"]
+    second = run_anvil(project, server, "-p", "which number?", "--continue", "--output-format", "json")
+    assert json.loads(second.stdout)["session_id"] == session_id
+    contents = [m.get("content") for m in server.requests[1]["messages"]]
+    assert contents[1:] == ["remember the number 7", "First answer.", "which number?"]
+    server.add({"text": "Third."})
+    third = run_anvil(project, server, "-p", "again", "--resume", session_id)
+    assert third.returncode == 0 and len(server.requests[2]["messages"]) == 6
+    missing = run_anvil(project, server, "-p", "x", "--resume", "20200101-000000-abcdef")
+    assert missing.returncode == 1 and "No session '20200101-000000-abcdef'" in missing.stderr
+
+
+def test_crash_mid_write_is_recovered(project: Path, server: ScriptedOpenAIServer, isolated_env: Path) -> None:
+    server.add({"text": "Before the crash."}, {"text": "After the crash."})
+    run_anvil(project, server, "-p", "first prompt")
+    session_file = next((isolated_env / "data" / "anvil" / "sessions").rglob("*.jsonl"))
+    with session_file.open("a") as f:
+        f.write('{"t": "message", "message": {"role": "assistant", "content": "half wri')
+    result = run_anvil(project, server, "-p", "second prompt", "--continue")
+    assert result.returncode == 0 and result.stdout == "After the crash.\n"
+    assert "incomplete last line" in result.stderr
+    contents = [m.get("content") for m in server.requests[1]["messages"]]
+    assert contents[1:] == ["first prompt", "Before the crash.", "second prompt"]
+
+
+def test_sigint_interrupts_with_exit_130(project: Path) -> None:
+    with ScriptedOpenAIServer([{"text": "word " * 400}], chunk_delay=0.05) as slow:
+        proc = subprocess.Popen(anvil_command("-p", "talk", "--model", "openai/scripted", "--api-base", slow.url,
+                                              "--output-format", "stream-json"),
+                                cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        deadline = time.time() + 60
+        while time.time() < deadline:  # wait until text is streaming
+            line = proc.stdout.readline()
+            if '"text_delta"' in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        last = json.loads(out.splitlines()[-1])
+        assert last["type"] == "turn_ended" and last["reason"] == "interrupted"
+        assert "Traceback" not in err
+
+
+def test_scripted_demo_model_runs_without_key(project: Path) -> None:
+    result = subprocess.run(anvil_command("-p", "what is this?", "--model", "scripted"), cwd=project,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "demo project" in result.stdout
+
+
+def test_sessions_listing(project: Path, server: ScriptedOpenAIServer) -> None:
+    assert "No sessions yet" in subprocess.run(anvil_command("sessions"), cwd=project, capture_output=True,
+                                               text=True).stdout
+    server.add({"text": "ok"})
+    run_anvil(project, server, "-p", "list me please")
+    out = subprocess.run(anvil_command("sessions"), cwd=project, capture_output=True, text=True).stdout
+    header, row = out.splitlines()
+    assert header.split()[:3] == ["ID", "STARTED", "TURNS"]
+    assert row.split()[3] == "1" and row.endswith("list me please")
+    assert sys.executable  # the CLI ran under this interpreter
