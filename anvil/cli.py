@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
 
+# Not `typing.TYPE_CHECKING`: importing typing alone costs ~2 ms, a tenth of Python's own start-up.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 EXIT_USAGE = 2
 
