@@ -210,6 +210,8 @@ class Agent:
                 allowed, denial = decision.allow, decision.message
             else:
                 allowed, denial = verdict.action == "allow", verdict.message
+                if verdict.by != "no approval needed":  # rules, auto-approve, hard-deny: on the record
+                    yield self._record(ApprovalAnswered(call.id, call.name, allowed, verdict.by, denial))
             if allowed:
                 result = await self._execute(tool, prepared.args)
             elif self._interrupt.is_set():
