@@ -12,6 +12,10 @@ from typing import Any, Literal
 from anvil.core.tools.base import Tool, ToolContext
 
 Action = Literal["allow", "ask", "deny"]
+#: ask: commands are asked about; accept_edits: edits apply without asking even when ask_edits is on;
+#: auto: everything runs except the hard-deny list. Front ends cycle these (Shift+Tab).
+Mode = Literal["ask", "accept_edits", "auto"]
+MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto")
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,21 @@ class ApprovalPolicy:
     unless auto-approve is on."""
 
     def __init__(self, auto_approve: bool = False) -> None:
-        self.auto_approve = auto_approve
+        self.mode: Mode = "auto" if auto_approve else "ask"
+
+    @property
+    def auto_approve(self) -> bool:
+        return self.mode == "auto"
+
+    def set_mode(self, mode: Mode) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown approval mode {mode!r}; expected one of {', '.join(MODES)}")
+        self.mode = mode
+
+    def next_mode(self) -> Mode:
+        """Cycle to the next mode and return it (Shift+Tab in the front ends)."""
+        self.mode = MODES[(MODES.index(self.mode) + 1) % len(MODES)]
+        return self.mode
 
     def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
         if not tool.needs_approval(args, ctx):
