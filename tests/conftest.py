@@ -46,3 +46,12 @@ def server() -> Iterator[ScriptedOpenAIServer]:
 def anvil_command(*args: str) -> list[str]:
     """The installed CLI, run with this interpreter (no PATH assumptions)."""
     return [sys.executable, "-m", "anvil.cli", *args]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(LIVE_KEYS.values()):
+        return
+    skip = pytest.mark.skip(reason="live: set ANTHROPIC_API_KEY or OPENAI_API_KEY to call a real provider")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)
