@@ -7,4 +7,8 @@ from anvil.core.tools.base import ToolRegistry
 
 def default_tools() -> ToolRegistry:
     """Every built-in tool, in the order the model sees them."""
-    return ToolRegistry([])
+    from anvil.core.tools.shell import SHELL_TOOLS
+    from anvil.core.tools.test_runner import TEST_TOOLS
+    from anvil.core.tools.todos import TODO_TOOLS
+
+    return ToolRegistry([*SHELL_TOOLS, *TEST_TOOLS, *TODO_TOOLS])
