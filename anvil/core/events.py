@@ -121,9 +121,9 @@ class ApprovalRequested(Event):
             self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, decision)
 
 
-def _set_if_pending(future: asyncio.Future[ApprovalDecision], decision: ApprovalDecision) -> None:
+def _set_if_pending(future: asyncio.Future[Any], value: Any) -> None:
     if not future.done():
-        future.set_result(decision)
+        future.set_result(value)
 
 
 @dataclass(frozen=True)
@@ -224,3 +224,45 @@ class Notice(Event):
 
     type: ClassVar[str] = "notice"
     message: str
+
+
+@dataclass(frozen=True)
+class QuestionAsked(Event):
+    """ask_user: the model asks the person; ``answer(text)`` resolves it with their reply."""
+
+    type: ClassVar[str] = "question_asked"
+    call_id: str
+    question: str
+    options: tuple[str, ...] = ()
+    future: asyncio.Future[str] | None = field(
+        default=None, compare=False, repr=False, metadata={"transient": True}
+    )
+
+    def answer(self, text: str) -> None:
+        if self.future is not None and not self.future.done():
+            self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, text)
+
+
+@dataclass(frozen=True)
+class PlanDecision:
+    """The person's answer to a proposed plan: approved (possibly edited), or rejected with feedback."""
+
+    approved: bool
+    plan: str = ""
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class PlanProposed(Event):
+    """exit_plan_mode: the model proposes a plan; ``answer(PlanDecision)`` resolves it."""
+
+    type: ClassVar[str] = "plan_proposed"
+    call_id: str
+    plan: str
+    future: asyncio.Future[PlanDecision] | None = field(
+        default=None, compare=False, repr=False, metadata={"transient": True}
+    )
+
+    def answer(self, decision: PlanDecision) -> None:
+        if self.future is not None and not self.future.done():
+            self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, decision)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -73,6 +73,9 @@ class ToolContext:
     settings: ToolSettings = field(default_factory=ToolSettings)
     checkpoints: CheckpointStore = field(default_factory=NullCheckpointStore)
     emit: Callable[[Event], None] = lambda event: None
+    #: Show a request event (QuestionAsked, PlanProposed) to the person and wait for its answer.
+    #: None when nobody can answer (headless): tools then tell the model to decide for itself.
+    ask: Callable[[Event], Awaitable[Any]] | None = None
     reads: dict[Path, FileStamp] = field(default_factory=dict)
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
