@@ -167,3 +167,9 @@ def test_sessions_listing(project: Path, server: ScriptedOpenAIServer) -> None:
     assert header.split()[:3] == ["ID", "STARTED", "TURNS"]
     assert row.split()[3] == "1" and row.endswith("list me please")
     assert sys.executable  # the CLI ran under this interpreter
+
+
+def test_unknown_model_is_one_clear_message(project: Path) -> None:
+    result = run_anvil(project, None, "-p", "hi", "--model", "no-such-model-xyz")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "doesn't know which provider serves 'no-such-model-xyz'" in result.stderr
