@@ -131,6 +131,10 @@ class Tool(ABC):
         """A short label for front ends ("Reading app.py"), derived from the arguments."""
         return self.name
 
+    def preview(self, args: Any, ctx: ToolContext) -> str | None:
+        """The diff this call would make, without making it (for approvals of edits); None if unknown."""
+        return None
+
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
 

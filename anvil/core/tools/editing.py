@@ -19,6 +19,7 @@ from anvil.core.tools.edit_match import (
     Edit,
     EditApplied,
     EditFailed,
+    MultiEditApplied,
     MultiEditFailed,
     apply_edits,
 )
@@ -31,7 +32,7 @@ from anvil.core.tools.files import (
     save_change,
     with_lint,
 )
-from anvil.core.tools.textfile import diff_stats, unified_diff
+from anvil.core.tools.textfile import TextDocument, diff_stats, unified_diff
 
 #: A failed edit shows at most this many lines of the closest region.
 CLOSEST_REGION_LINES = 40
@@ -75,6 +76,9 @@ class EditFileTool(Tool):
     def phase(self, args: Any) -> str:
         return phase_label("Editing", args.path)
 
+    def preview(self, args: EditFileArgs, ctx: ToolContext) -> str | None:
+        return preview_edit(ctx, args.path, [Edit(args.old_string, args.new_string, args.replace_all)])
+
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolResult:
         edit = Edit(args.old_string, args.new_string, args.replace_all)
         result, path = await asyncio.to_thread(_edit_file, ctx, args.path, [edit], False)
@@ -95,23 +99,43 @@ class MultiEditTool(Tool):
     def phase(self, args: Any) -> str:
         return phase_label("Editing", args.path)
 
+    def preview(self, args: MultiEditArgs, ctx: ToolContext) -> str | None:
+        return preview_edit(ctx, args.path, [Edit(e.old_string, e.new_string, e.replace_all) for e in args.edits])
+
     async def run(self, args: MultiEditArgs, ctx: ToolContext) -> ToolResult:
         edits = [Edit(spec.old_string, spec.new_string, spec.replace_all) for spec in args.edits]
         result, path = await asyncio.to_thread(_edit_file, ctx, args.path, edits, True)
         return await with_lint(result, path, ctx)
 
 
-def _edit_file(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool) -> tuple[ToolResult, Path]:
+def _planned_edit(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool
+                  ) -> tuple[Path, str, bytes, TextDocument, MultiEditApplied]:
+    """Everything up to the write: resolve, check the read, apply the edits to the text in memory."""
     path = ctx.resolve(raw_path)
     display = ctx.display(path)
     if not path.exists():
         raise ToolError(f"{display} does not exist, so there is nothing to edit. To create it, use write_file "
                         "with its full content.")
+    original, document = load_for_change(ctx, path, display, "edited")
+    outcome = apply_edits(document.text, edits)
+    if isinstance(outcome, MultiEditFailed):
+        raise ToolError(_failure_message(display, outcome, len(edits), multi))
+    return path, display, original, document, outcome
+
+
+def preview_edit(ctx: ToolContext, raw_path: str, edits: list[Edit]) -> str | None:
+    """The diff the edits would make, or None when they would fail (the failure is reported when run)."""
+    try:
+        _, display, _, document, outcome = _planned_edit(ctx, raw_path, edits, True)
+    except ToolError:
+        return None
+    return unified_diff(document.text, outcome.text, display)
+
+
+def _edit_file(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool) -> tuple[ToolResult, Path]:
+    path = ctx.resolve(raw_path)
     with change_lock(ctx, path):
-        original, document = load_for_change(ctx, path, display, "edited")
-        outcome = apply_edits(document.text, edits)
-        if isinstance(outcome, MultiEditFailed):
-            raise ToolError(_failure_message(display, outcome, len(edits), multi))
+        path, display, original, document, outcome = _planned_edit(ctx, raw_path, edits, multi)
         save_change(ctx, path, display, original, encode_for(document, outcome.text, display))
     diff = unified_diff(document.text, outcome.text, display)
     added, removed = diff_stats(diff)

@@ -322,6 +322,16 @@ class WriteFileTool(Tool):
     def phase(self, args: WriteFileArgs) -> str:
         return phase_label("Writing", args.path)
 
+    def preview(self, args: WriteFileArgs, ctx: ToolContext) -> str | None:
+        try:
+            path = ctx.resolve(args.path)
+            display = ctx.display(path)
+            before = load_for_change(ctx, path, display, "overwritten")[1].text if path.exists() else ""
+        except ToolError:
+            return None  # the same check fails again when the call runs, with its message for the model
+        new_text = document_for_new_text(args.content).text
+        return unified_diff(before, new_text, display, new_file=not path.exists())
+
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         result, path = await asyncio.to_thread(self._write, args, ctx)
         return await with_lint(result, path, ctx)

@@ -311,3 +311,15 @@ def test_edit_tools_describe_themselves_for_the_model():
     assert edit_tool.phase(EditFileArgs(path="app.py", old_string="a", new_string="b")) == "Editing app.py"
     params = multi_tool.schema()["function"]["parameters"]
     assert params["required"] == ["path", "edits"]
+
+
+async def test_preview_shows_the_diff_without_changing_anything(ctx, project, store):
+    path = await prepared(ctx, project, "p.py", b"a = 1\nb = 2\n")
+    diff = EditFileTool().preview(EditFileArgs(path="p.py", old_string="b = 2", new_string="b = 3"), ctx)
+    assert diff is not None and "-b = 2" in diff and "+b = 3" in diff
+    multi_diff = MultiEditTool().preview(MultiEditArgs.model_validate(
+        {"path": "p.py", "edits": [{"old_string": "a = 1", "new_string": "a = 0"}]}), ctx)
+    assert multi_diff is not None and "+a = 0" in multi_diff
+    assert path.read_bytes() == b"a = 1\nb = 2\n" and store.calls == []
+    # An edit that would fail has no preview; running it reports why.
+    assert EditFileTool().preview(EditFileArgs(path="p.py", old_string="zzz", new_string="y"), ctx) is None

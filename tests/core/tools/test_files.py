@@ -288,3 +288,11 @@ def test_tools_describe_themselves_for_the_model():
     assert write_tool.phase(WriteFileArgs(path="app.py", content="")) == "Writing app.py"
     schema = read_tool.schema()["function"]["parameters"]
     assert set(schema["properties"]) == {"path", "offset", "limit"} and schema["required"] == ["path"]
+
+
+async def test_write_preview_is_a_diff_and_writes_nothing(ctx, project):
+    from anvil.core.tools.files import WriteFileArgs, WriteFileTool
+
+    diff = WriteFileTool().preview(WriteFileArgs(path="new/thing.txt", content="hello\n"), ctx)
+    assert diff is not None and "+hello" in diff
+    assert not (project / "new").exists()
