@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,10 +46,20 @@ class Settings(BaseModel):
     """Run every tool without asking, except the hard-deny list. For trusted repositories only."""
     ask_edits: bool = False
     """Ask before applying edits and writes (showing the diff) instead of applying them directly."""
+    mode: Literal["ask", "accept_edits", "auto", "plan"] | None = None
+    """Approval mode to start in: ``ask``, ``accept_edits``, ``auto`` or ``plan`` (read and plan only until the
+    person approves a plan). Unset: ``auto`` with auto_approve, else ``ask``."""
     context_window: int | None = Field(None, ge=1024)
     """Override the model's context window in tokens."""
     compact_threshold: float | bool = 0.85
     """Fraction of the usable window at which compaction starts; false turns it off."""
+    verify: list[str] = Field(default_factory=list)
+    """Commands run in the project root when a turn that changed files ends, e.g. ``["ruff check .", "pytest -q"]``.
+    A failure goes back to the model to fix."""
+    verify_retries: int = Field(5, ge=0, le=50)
+    """Extra model calls allowed for fixing a failed verification before anvil reports it as still failing."""
+    verify_timeout: float = Field(600.0, gt=0)
+    """Seconds each verification command may run before it is stopped and counted as failed."""
     theme: str = "anvil-dark"
     """Name of the TUI theme."""
     allowed_dirs: list[str] = Field(default_factory=list)
@@ -145,7 +155,7 @@ def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     layer: dict[str, Any] = {}
     for name in Settings.model_fields:
         value = environ.get("ANVIL_" + name.upper())
-        if value is not None and name not in {"permissions", "lint", "allowed_dirs"}:
+        if value is not None and name not in {"permissions", "lint", "allowed_dirs", "verify"}:
             layer[name] = value
     return layer
 

@@ -79,8 +79,11 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")
     history = repair_history(state.messages) if state else []
     agent = Agent(model, default_tools(), ctx, system_prompt=system_prompt,
-                  policy=ApprovalPolicy(auto_approve=settings.auto_approve), session=session,
-                  max_iterations=settings.max_iterations, history=history)
+                  policy=ApprovalPolicy.from_config(root, user_config_dir(), auto_approve=settings.auto_approve,
+                                                    ask_edits=settings.ask_edits), session=session,
+                  max_iterations=settings.max_iterations, history=history,
+                  compact_threshold=settings.compact_threshold, verify=list(settings.verify),
+                  verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout)
     if state is not None:
         agent.turn = state.turns
         agent.totals.update(prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,

@@ -2,7 +2,12 @@
 
 ``run_turn(text)`` appends the person's message, then repeats: call the model with the tools, stream
 its text, run its tool calls in order and append their results, until it answers without a tool call,
-reaches ``max_iterations``, fails, or is interrupted. Everything it does comes out as events.
+reaches ``max_iterations``, fails, is stuck, or is interrupted. Everything it does comes out as events.
+
+Around that cycle, each in its own module: the context meter and compaction before every model call
+(``context.py``, ``compaction.py``; a context-overflow error compacts and retries the call once), loop
+guards after every tool result (``loop_guard.py``), stage words for front ends (``phases.py``), and the
+project's checks when a turn that changed files ends (``verify.py``).
 
 Invariant kept on every exit path: each assistant tool call in the history has a tool result, so the
 history is always valid to send again (an interrupted call gets "interrupted by the user").
@@ -13,18 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 from anvil.core.approval import ApprovalPolicy
-from anvil.core.context import ContextMeter
+from anvil.core.compaction import Compactor
+from anvil.core.context import ContextMeter, TokenCounter
 from anvil.core.events import (
     ApprovalAnswered,
     ApprovalDecision,
     ApprovalRequested,
     AssistantMessage,
+    CompactionFinished,
+    CompactionStarted,
     ErrorEvent,
     Event,
+    Notice,
     TextDelta,
     ToolCallInfo,
     ToolCallStarted,
@@ -34,22 +43,25 @@ from anvil.core.events import (
     TurnStarted,
     UsageReport,
 )
-from anvil.core.model import Completion, Model, ModelError, ToolCall
+from anvil.core.interrupt import Interrupted, Interrupter
+from anvil.core.loop_guard import LoopGuard
+from anvil.core.model import Completion, LiteLLMModel, Model, ModelError, ToolCall
+from anvil.core.phases import StageTracker
 from anvil.core.session import Session
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
+from anvil.core.tools.base import Tool, ToolContext, ToolError, ToolRegistry, ToolResult
+from anvil.core.tools.todos import render_todos
+from anvil.core.verify import FILE_TOOLS, RUNNING_TOOLS, CheckResult, failure_message, report, run_checks
 
-T = TypeVar("T")
 INTERRUPTED = "Interrupted by the user."
-
-
-class _Interrupted(Exception):
-    pass
+NOT_RUN = "Not run: anvil stopped the turn before this call (see the message that follows)."
 
 
 class Agent:
     def __init__(self, model: Model, tools: ToolRegistry, ctx: ToolContext, *, system_prompt: str,
                  policy: ApprovalPolicy | None = None, session: Session | None = None,
-                 max_iterations: int = 50, history: list[dict[str, Any]] | None = None) -> None:
+                 max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
+                 compact_threshold: float | bool = 0.85, verify: list[str] | None = None,
+                 verify_retries: int = 5, verify_timeout: float = 600.0) -> None:
         self.model = model
         self.tools = tools
         self.ctx = ctx
@@ -59,8 +71,18 @@ class Agent:
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *(history or [])]
         self.turn = 0
         self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
-        self.context = ContextMeter(model.context_window)
-        self._interrupt = asyncio.Event()
+        # litellm's tokenizer only for models litellm serves; the scripted model is counted by estimate
+        counter = TokenCounter(model.name, use_litellm=isinstance(model, LiteLLMModel))
+        self.context = ContextMeter(model.context_window, counter)
+        self.compactor = Compactor(self.context, self._summarise, compact_threshold)
+        self.guard = LoopGuard()
+        self.stages = StageTracker()
+        self.verify, self.verify_retries, self.verify_timeout = list(verify or []), verify_retries, verify_timeout
+        self._changed = False  # files changed since the last verification in this turn
+        self._stuck: str | None = None
+        self._checks: list[CheckResult] | None = []  # the last verification's results
+        self._spent: list[UsageReport] = []  # usage of summary calls, reported after the compaction
+        self._interrupt = Interrupter()
         self._pending: list[Event] = []  # events tools emitted while running (todos)
         self._steering: list[str] = []
         ctx.emit = self._pending.append
@@ -77,16 +99,31 @@ class Agent:
 
     # -- the loop ------------------------------------------------------------------------------------
 
+    async def compact(self, focus: str | None = None) -> AsyncIterator[Event]:
+        """Compact the history now (``/compact [focus]``), between turns; always writes a snapshot."""
+        self._interrupt.clear()
+        with contextlib.suppress(Interrupted):
+            async for event in self._compaction("manual", focus=focus, force=True):
+                yield self._record(event)
+        if self.session is not None:
+            self.session.sync()
+
     async def run_turn(self, text: str) -> AsyncIterator[Event]:
         self._interrupt.clear()
         self.turn += 1
         self._add_message({"role": "user", "content": text})
         yield self._record(TurnStarted(self.turn, text, self.session.id if self.session else ""))
+        self.guard.reset()
+        self.stages.reset()
+        self._changed = False
         reason: TurnEndReason = "done"
         message = ""
         iterations = 0
+        fix_until: int | None = None  # after failed checks: the model calls allowed for fixing them
         while True:
-            if iterations >= self.max_iterations:
+            if fix_until is not None and iterations >= fix_until:
+                break  # the extra calls for fixing are used up; the final check below reports the state
+            if fix_until is None and iterations >= self.max_iterations:
                 reason, message = "max_iterations", f"Stopped after {iterations} model calls (max_iterations)."
                 break
             iterations += 1
@@ -96,7 +133,7 @@ class Agent:
             completion: Completion | None = None
             parts: list[str] = []
             try:
-                async for item in self._stream_model():
+                async for item in self._model_step():
                     if isinstance(item, str):
                         parts.append(item)
                         yield TextDelta(item)
@@ -109,7 +146,7 @@ class Agent:
                 yield self._record(ErrorEvent(error.message, error.retryable, error.kind))
                 reason, message = "error", error.message
                 break
-            except _Interrupted:
+            except Interrupted:
                 self._keep_partial(parts)
                 reason = "interrupted"
                 break
@@ -118,77 +155,128 @@ class Agent:
             yield self._record(self._usage_event(completion))
             yield self._record(self.context.after_response(completion.usage, self.messages))
             if not completion.tool_calls:
-                break
+                if not (self.verify and self._changed):
+                    break  # nothing to check, or the model stopped without changing anything since
+                async for event in self._verify():
+                    yield self._record(event)
+                if self._checks is None:
+                    reason = "interrupted"
+                    break
+                failed = [r for r in self._checks if not r.ok]
+                fix_until = iterations + self.verify_retries if fix_until is None else fix_until
+                if not failed or iterations >= fix_until:
+                    break
+                self.stages.last_test_failed = True
+                self._add_message({"role": "user", "content": failure_message(failed, fix_until - iterations)})
+                yield self._record(Notice(f"Verification failed ({', '.join(f'`{r.command}`' for r in failed)}); "
+                                          "the model is fixing it."))
+                continue
+            self._stuck = None
             for index, call in enumerate(completion.tool_calls):
-                if self._interrupt.is_set():
+                if self._interrupt.is_set() or self._stuck:
                     for skipped in completion.tool_calls[index:]:
-                        self._add_tool_result(skipped, INTERRUPTED)
+                        self._add_tool_result(skipped, INTERRUPTED if self._interrupt.is_set() else NOT_RUN)
                     break
                 async for event in self._run_tool(call):
                     yield event
             if self._interrupt.is_set():
                 reason = "interrupted"
                 break
+            if self._stuck:
+                reason, message = "stuck", self._stuck
+                self._add_message({"role": "assistant", "content": f"[anvil stopped this turn] {message}"})
+                break
+        if reason == "done" and fix_until is not None:  # checks ran this turn: say where they ended
+            edited = self._changed
+            if edited:  # edits after the last check: check again so the report is about the end state
+                async for event in self._verify():
+                    yield self._record(event)
+            if self._checks is None:
+                reason = "interrupted"
+            else:
+                message = report(self._checks, changed=edited)
+                yield self._record(Notice(message))
         if reason == "interrupted":
             message = INTERRUPTED
         yield self._record(TurnEnded(self.turn, reason, iterations, message))
         if self.session is not None:
             self.session.sync()
 
-    async def _stream_model(self) -> AsyncIterator[Any]:
-        """Model items via a queue fed by a task, so an interrupt can cancel the stream at any point."""
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        done = object()
+    async def _verify(self) -> AsyncIterator[Event]:
+        """Run the configured checks into ``self._checks`` (None when interrupted), saying so first."""
+        yield Notice("Verifying the changes: " + ", ".join(f"`{command}`" for command in self.verify))
+        self._changed = False
+        try:
+            self._checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root,
+                                                                  self.verify_timeout))
+        except Interrupted:
+            self._checks = None
 
-        async def pump() -> None:
+    async def _model_step(self) -> AsyncIterator[Any]:
+        """Compact if the context is past the threshold, then call the model; an overflow compacts and retries once."""
+        await self.context.counter.ready()
+        if self.compactor.should_compact(self.context.measure(self.messages, self.tools.schemas())):
+            async for event in self._compaction("threshold"):
+                yield event
+        for attempt in (1, 2):
+            streamed = False
             try:
-                async for item in self.model.stream(self.messages, self.tools.schemas()):
-                    queue.put_nowait(item)
-            except Exception as exc:
-                queue.put_nowait(exc)
-            finally:
-                queue.put_nowait(done)
+                async for item in self._interrupt.stream(self.model, self.messages, self.tools.schemas()):
+                    streamed = streamed or isinstance(item, str)
+                    yield item
+                return
+            except ModelError as error:
+                if error.kind == "context_overflow" and attempt == 2:
+                    error.message += (". anvil compacted the history and retried once. Run /compact with a "
+                                      "focus to shrink it further, or start a new session and restate the task.")
+                if error.kind != "context_overflow" or attempt == 2 or streamed:
+                    raise
+            async for event in self._compaction("overflow", force=True):
+                yield event
 
-        task = asyncio.create_task(pump())
+    async def _compaction(self, reason: str, *, focus: str | None = None, force: bool = False) -> AsyncIterator[Event]:
+        """One compaction, as events (not yet recorded); the session gets the compacted history."""
+        before = self.context.measure(self.messages, self.tools.schemas())
+        yield CompactionStarted(before, reason)
+        self._spent.clear()
         try:
-            while True:
-                item = await self._until_interrupted(queue.get())
-                if item is done:
-                    return
-                if isinstance(item, ModelError):
-                    raise item
-                if isinstance(item, Exception):
-                    raise ModelError(f"The model call failed unexpectedly: {item!r}") from item
-                yield item
-        finally:
-            if not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+            outcome = await self.compactor.compact(self.messages, todos=render_todos(self.ctx.todos), focus=focus,
+                                                   force_summary=force)
+        except Interrupted:
+            yield CompactionFinished(before, before, 0, False, "Interrupted: the history was left as it was.")
+            raise
+        for usage in self._spent:  # summary calls cost tokens too: the totals and the person see them
+            yield usage
+        if outcome.tier:
+            self.messages[:] = outcome.messages
+            self.context.reset()
+            if self.session is not None:  # earlier records stay: the file keeps the full history for audit
+                self.session.append({"t": "compaction", "messages": self.messages[1:], "tier": outcome.tier})
+        after = self.context.measure(self.messages, self.tools.schemas())
+        text = outcome.message
+        yield CompactionFinished(before, after, outcome.tier, outcome.ok, text[:1].upper() + text[1:])
+        yield self.context.event()
+        stopped = self.compactor.record(outcome)
+        if stopped:
+            yield Notice(stopped)
 
-    async def _until_interrupted(self, awaitable: Awaitable[T]) -> T:
-        """Await ``awaitable`` unless the person interrupts first (then cancel it and raise)."""
-        work = asyncio.ensure_future(awaitable)
-        if self._interrupt.is_set():
-            work.cancel()
-            raise _Interrupted
-        stop = asyncio.ensure_future(self._interrupt.wait())
-        try:
-            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if work.done():
-            return work.result()
-        work.cancel()
-        with contextlib.suppress(BaseException):
-            await work
-        raise _Interrupted
+    async def _summarise(self, request: list[dict[str, Any]]) -> str:
+        """The compactor's model call: same model, no tools, interruptible; its text is not shown."""
+        completion: Completion | None = None
+        async for item in self._interrupt.stream(self.model, request, []):
+            if isinstance(item, Completion):
+                completion = item
+        if completion is None:
+            raise ModelError("The summary call ended without a reply.", kind="compaction")
+        self._spent.append(self._usage_event(completion))
+        return completion.text
 
     async def _run_tool(self, call: ToolCall) -> AsyncIterator[Event]:
         prepared = self.tools.prepare(call.name, call.arguments)
         tool = prepared.tool
         phase = tool.phase(prepared.args) if tool and prepared.error is None else call.name
-        yield self._record(ToolCallStarted(call.id, call.name, prepared.raw_args, phase))
+        stage = self.stages.stage(call.name, prepared.raw_args, self.ctx.root, tool.read_only if tool else True)
+        yield self._record(ToolCallStarted(call.id, call.name, prepared.raw_args, phase, stage=stage))
         started = time.monotonic()
         result: ToolResult
         if prepared.error is not None or tool is None:
@@ -200,8 +288,8 @@ class Agent:
                 yield ApprovalRequested(call.id, call.name, prepared.raw_args, phase, reasons=verdict.reasons,
                                         suggested_pattern=verdict.suggested_pattern, future=future)
                 try:
-                    decision = await self._until_interrupted(future)
-                except _Interrupted:
+                    decision = await self._interrupt.until(future)
+                except Interrupted:
                     decision = ApprovalDecision(False, INTERRUPTED, by="interrupt")
                 if decision.allow and decision.remember and decision.pattern:
                     self.policy.remember(call.name, decision.pattern, decision.remember)
@@ -227,12 +315,17 @@ class Agent:
         yield self._record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
                                            ("ok" if result.ok else "error"), result.output, result.diff,
                                            round(time.monotonic() - started, 3)))
-        yield self._record(self.context.after_tool_result(result.output))
+        yield self._record(self.context.after_message(self.messages))
+        changed = _changed_files(tool, result)
+        self._changed = self._changed or changed
+        self.stages.observe(call.name, prepared.raw_args, result.ok, changed)
+        if not self._interrupt.is_set():
+            self._stuck = self.guard.observe(call.name, prepared.raw_args, result.ok, result.output, result.summary)
 
     async def _execute(self, tool: Any, args: Any) -> ToolResult:
         try:
-            return await self._until_interrupted(tool.run(args, self.ctx))
-        except _Interrupted:
+            return await self._interrupt.until(tool.run(args, self.ctx))
+        except Interrupted:
             return ToolResult(INTERRUPTED, ok=False, summary="interrupted")
         except ToolError as exc:
             return ToolResult(str(exc), ok=False, summary=str(exc).split("\n", 1)[0][:120])
@@ -278,3 +371,10 @@ class Agent:
         if self.session is not None:
             self.session.append({"t": "event", "event": event.to_dict()})
         return event
+
+
+def _changed_files(tool: Tool | None, result: ToolResult) -> bool:
+    """Whether a finished call changed the project's files (what makes a final verification worth running)."""
+    if tool is None or not result.ok or (result.data or {}).get("changed") is False:
+        return False
+    return tool.name in FILE_TOOLS or (not tool.read_only and tool.name not in RUNNING_TOOLS)

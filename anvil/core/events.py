@@ -83,6 +83,9 @@ class ToolCallStarted(Event):
     name: str
     args: dict[str, Any]
     phase: str
+    # One word for what the model is doing: exploring, planning, creating, editing, testing, fixing,
+    # verifying; None when the call says nothing about it (an unknown command).
+    stage: str | None = None
 
 
 @dataclass(frozen=True)
