@@ -15,7 +15,6 @@ history is always valid to send again (an interrupted call gets "interrupted by 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -25,9 +24,6 @@ from anvil.core.approval import ApprovalPolicy
 from anvil.core.compaction import Compactor
 from anvil.core.context import ContextMeter, TokenCounter
 from anvil.core.events import (
-    ApprovalAnswered,
-    ApprovalDecision,
-    ApprovalRequested,
     AssistantMessage,
     CompactionFinished,
     CompactionStarted,
@@ -36,23 +32,25 @@ from anvil.core.events import (
     Notice,
     TextDelta,
     ToolCallInfo,
-    ToolCallStarted,
     ToolResultEvent,
     TurnEnded,
     TurnEndReason,
     TurnStarted,
     UsageReport,
 )
+from anvil.core.hooks import HookRunner, append_context
 from anvil.core.interrupt import Interrupted, Interrupter
 from anvil.core.loop_guard import LoopGuard
 from anvil.core.model import Completion, LiteLLMModel, Model, ModelError, ToolCall
 from anvil.core.phases import StageTracker
 from anvil.core.session import Session
-from anvil.core.tools.base import Tool, ToolContext, ToolError, ToolRegistry, ToolResult
+from anvil.core.tool_call import INTERRUPTED, CallOutcome, ToolCaller
+from anvil.core.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+from anvil.core.tools.interaction import mode_reminder
 from anvil.core.tools.todos import render_todos
+from anvil.core.undo import rewind_history, rewind_points
 from anvil.core.verify import FILE_TOOLS, RUNNING_TOOLS, CheckResult, failure_message, report, run_checks
 
-INTERRUPTED = "Interrupted by the user."
 NOT_RUN = "Not run: anvil stopped the turn before this call (see the message that follows)."
 
 
@@ -61,7 +59,8 @@ class Agent:
                  policy: ApprovalPolicy | None = None, session: Session | None = None,
                  max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
                  compact_threshold: float | bool = 0.85, verify: list[str] | None = None,
-                 verify_retries: int = 5, verify_timeout: float = 600.0) -> None:
+                 verify_retries: int = 5, verify_timeout: float = 600.0, hooks: HookRunner | None = None,
+                 interactive: bool = True) -> None:
         self.model = model
         self.tools = tools
         self.ctx = ctx
@@ -80,12 +79,16 @@ class Agent:
         self.verify, self.verify_retries, self.verify_timeout = list(verify or []), verify_retries, verify_timeout
         self._changed = False  # files changed since the last verification in this turn
         self._stuck: str | None = None
+        self._end_turn = False
+        self._told_mode: str | None = None  # the approval mode the model was last told about
         self._checks: list[CheckResult] | None = []  # the last verification's results
         self._spent: list[UsageReport] = []  # usage of summary calls, reported after the compaction
         self._interrupt = Interrupter()
-        self._pending: list[Event] = []  # events tools emitted while running (todos)
         self._steering: list[str] = []
-        ctx.emit = self._pending.append
+        self.hooks = hooks
+        self.caller = ToolCaller(tools, ctx, self.policy, self._interrupt, self._record, hooks)
+        if interactive:  # tools may ask the person (ask_user, plan approval); headless leaves ctx.ask None
+            ctx.ask = self.caller.ask
 
     # -- control from front ends ------------------------------------------------------------------
 
@@ -96,6 +99,22 @@ class Agent:
     def steer(self, text: str) -> None:
         """A message typed while a turn runs; it joins the history before the next model call."""
         self._steering.append(text)
+
+    def rewind_conversation(self, turn: int) -> bool:
+        """Cut the history to before ``turn`` (between turns). False when that turn was compacted away."""
+        prompts = self.session.load().prompts if self.session is not None else []
+        points = {p.turn: p for p in rewind_points(self.messages[1:], prompts)}
+        if turn not in points:
+            return False
+        rewound = rewind_history(self.messages[1:], points[turn].index)
+        self.messages[:] = [self.messages[0], *rewound]
+        self.context.reset()
+        self.guard.reset()
+        self.stages.reset()
+        if self.session is not None:  # resuming the session resumes the rewound conversation
+            self.session.append({"t": "rewind", "turn": turn, "messages": rewound})
+            self.session.sync()
+        return True
 
     # -- the loop ------------------------------------------------------------------------------------
 
@@ -110,9 +129,23 @@ class Agent:
 
     async def run_turn(self, text: str) -> AsyncIterator[Event]:
         self._interrupt.clear()
+        if self.hooks is not None:
+            submitted = await self.hooks.user_prompt_submit(text)
+            for notice in submitted.notices:
+                yield Notice(notice)
+            if submitted.blocked:  # a hook refused the prompt: nothing reaches the model or the history
+                yield ErrorEvent(f"A user_prompt_submit hook blocked this prompt: {submitted.message}", kind="hook")
+                return
+            text = append_context(text, submitted.additional_context)
         self.turn += 1
+        begin_turn = getattr(self.ctx.checkpoints, "begin_turn", None)
+        if begin_turn is not None:  # the files this turn changes are snapshotted under its number
+            begin_turn(self.turn)
         self._add_message({"role": "user", "content": text})
         yield self._record(TurnStarted(self.turn, text, self.session.id if self.session else ""))
+        reminder = mode_reminder(self.policy.mode, self._told_mode)
+        if reminder is not None:  # the model cannot see the mode: say so, apart from the person's words
+            self._add_message({"role": "user", "content": reminder})
         self.guard.reset()
         self.stages.reset()
         self._changed = False
@@ -155,6 +188,13 @@ class Agent:
             yield self._record(self._usage_event(completion))
             yield self._record(self.context.after_response(completion.usage, self.messages))
             if not completion.tool_calls:
+                if self.hooks is not None and not self._interrupt.is_set():
+                    stop = await self.hooks.stop(completion.text)
+                    for notice in stop.notices:
+                        yield self._record(Notice(notice))
+                    if stop.blocked:  # a stop hook wants more work: its reason goes to the model
+                        self._add_message({"role": "user", "content": f"[stop hook] {stop.message}"})
+                        continue
                 if not (self.verify and self._changed):
                     break  # nothing to check, or the model stopped without changing anything since
                 async for event in self._verify():
@@ -172,6 +212,7 @@ class Agent:
                                           "the model is fixing it."))
                 continue
             self._stuck = None
+            self._end_turn = False
             for index, call in enumerate(completion.tool_calls):
                 if self._interrupt.is_set() or self._stuck:
                     for skipped in completion.tool_calls[index:]:
@@ -181,6 +222,8 @@ class Agent:
                     yield event
             if self._interrupt.is_set():
                 reason = "interrupted"
+                break
+            if self._end_turn:  # exit_plan_mode headless: the plan is the answer, nothing more to do
                 break
             if self._stuck:
                 reason, message = "stuck", self._stuck
@@ -198,6 +241,10 @@ class Agent:
                 yield self._record(Notice(message))
         if reason == "interrupted":
             message = INTERRUPTED
+        self._told_mode = self.policy.mode
+        finish_turn = getattr(self.ctx.checkpoints, "finish_turn", None)
+        if finish_turn is not None:  # what anvil left on disk, to notice later changes made outside it
+            finish_turn(self.turn)
         yield self._record(TurnEnded(self.turn, reason, iterations, message))
         if self.session is not None:
             self.session.sync()
@@ -237,6 +284,9 @@ class Agent:
     async def _compaction(self, reason: str, *, focus: str | None = None, force: bool = False) -> AsyncIterator[Event]:
         """One compaction, as events (not yet recorded); the session gets the compacted history."""
         before = self.context.measure(self.messages, self.tools.schemas())
+        if self.hooks is not None:
+            for notice in (await self.hooks.pre_compact("manual" if reason == "manual" else "auto", focus)).notices:
+                yield Notice(notice)
         yield CompactionStarted(before, reason)
         self._spent.clear()
         try:
@@ -272,66 +322,26 @@ class Agent:
         return completion.text
 
     async def _run_tool(self, call: ToolCall) -> AsyncIterator[Event]:
-        prepared = self.tools.prepare(call.name, call.arguments)
-        tool = prepared.tool
-        phase = tool.phase(prepared.args) if tool and prepared.error is None else call.name
-        stage = self.stages.stage(call.name, prepared.raw_args, self.ctx.root, tool.read_only if tool else True)
-        yield self._record(ToolCallStarted(call.id, call.name, prepared.raw_args, phase, stage=stage))
-        started = time.monotonic()
-        result: ToolResult
-        if prepared.error is not None or tool is None:
-            result = ToolResult(prepared.error or "Unknown tool.", ok=False, summary="invalid call")
-        else:
-            verdict = self.policy.evaluate(tool, prepared.args, self.ctx)
-            if verdict.action == "ask":
-                future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-                yield ApprovalRequested(call.id, call.name, prepared.raw_args, phase, reasons=verdict.reasons,
-                                        suggested_pattern=verdict.suggested_pattern, future=future)
-                try:
-                    decision = await self._interrupt.until(future)
-                except Interrupted:
-                    decision = ApprovalDecision(False, INTERRUPTED, by="interrupt")
-                if decision.allow and decision.remember and decision.pattern:
-                    self.policy.remember(call.name, decision.pattern, decision.remember)
-                yield self._record(ApprovalAnswered(call.id, call.name, decision.allow, decision.by,
-                                                    decision.message, decision.pattern))
-                allowed, denial = decision.allow, decision.message
+        outcome: CallOutcome | None = None
+        async for item in self.caller.run(call, lambda name, args, read_only: self.stages.stage(
+                name, args, self.ctx.root, read_only)):
+            if isinstance(item, CallOutcome):
+                outcome = item
             else:
-                allowed, denial = verdict.action == "allow", verdict.message
-                if verdict.by != "no approval needed":  # rules, auto-approve, hard-deny: on the record
-                    yield self._record(ApprovalAnswered(call.id, call.name, allowed, verdict.by, denial))
-            if allowed:
-                result = await self._execute(tool, prepared.args)
-            elif self._interrupt.is_set():
-                result = ToolResult(INTERRUPTED, ok=False, summary="interrupted")
-            else:
-                text = f"The person denied this {call.name} call."
-                result = ToolResult(f"{text} Their message: {denial}" if denial else text,
-                                    ok=False, summary="denied")
+                yield item
+        assert outcome is not None
+        tool, result = outcome.tool, outcome.result
         self._add_tool_result(call, result.output)
-        for event in self._pending:
-            yield self._record(event)
-        self._pending.clear()
         yield self._record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
                                            ("ok" if result.ok else "error"), result.output, result.diff,
-                                           round(time.monotonic() - started, 3)))
+                                           round(time.monotonic() - outcome.started, 3)))
         yield self._record(self.context.after_message(self.messages))
+        self._end_turn = self._end_turn or bool((result.data or {}).get("end_turn"))
         changed = _changed_files(tool, result)
         self._changed = self._changed or changed
-        self.stages.observe(call.name, prepared.raw_args, result.ok, changed)
+        self.stages.observe(call.name, outcome.raw_args, result.ok, changed)
         if not self._interrupt.is_set():
-            self._stuck = self.guard.observe(call.name, prepared.raw_args, result.ok, result.output, result.summary)
-
-    async def _execute(self, tool: Any, args: Any) -> ToolResult:
-        try:
-            return await self._interrupt.until(tool.run(args, self.ctx))
-        except Interrupted:
-            return ToolResult(INTERRUPTED, ok=False, summary="interrupted")
-        except ToolError as exc:
-            return ToolResult(str(exc), ok=False, summary=str(exc).split("\n", 1)[0][:120])
-        except Exception as exc:  # a bug in a tool must not end the session
-            return ToolResult(f"The {tool.name} tool failed unexpectedly: {type(exc).__name__}: {exc}",
-                              ok=False, summary="internal error")
+            self._stuck = self.guard.observe(call.name, outcome.raw_args, result.ok, result.output, result.summary)
 
     # -- history and bookkeeping ---------------------------------------------------------------------
 

@@ -6,6 +6,9 @@ Layout: ``<data_dir>/sessions/<project-slug>/<id>.jsonl``. Records are small dic
 - ``message``: one chat message appended to the model's history
 - ``event``: an engine event (turns, approvals, usage, todos, context, compaction...)
 - ``compaction``: the history that replaced everything before it (earlier records are kept for audit)
+- ``rewind``: the history cut back to before turn ``turn`` (/rewind); like ``compaction`` it replaces the
+  history on resume, and the prompts of the rewound turns leave the list /rewind offers. Turn numbers
+  are not reused: the turn count stays, so checkpoints of later turns never collide with earlier ones.
 
 A crash loses at most the line being written: each record is flushed as soon as it is appended,
 and a torn last line is skipped with a warning when the session is read back.
@@ -50,6 +53,8 @@ class SessionState:
     todos: list[dict[str, Any]] = field(default_factory=list)
     turns: int = 0
     first_prompt: str = ""
+    #: (turn, prompt) of every turn still in the conversation, oldest first (for /rewind)
+    prompts: list[tuple[int, str]] = field(default_factory=list)
     total_cost: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -117,11 +122,18 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
             state.messages.append(message)
     elif kind == "compaction":
         state.messages = list(record.get("messages", []))
+    elif kind == "rewind":
+        state.messages = list(record.get("messages", []))
+        turn = record.get("turn")
+        if isinstance(turn, int):
+            state.prompts = [p for p in state.prompts if p[0] < turn]
     elif kind == "event":
         event = record.get("event") or {}
         etype = event.get("type")
         if etype == "turn_started":
             state.turns += 1
+            turn = event.get("turn")
+            state.prompts.append((turn if isinstance(turn, int) else state.turns, str(event.get("prompt", ""))))
             if not state.first_prompt:
                 state.first_prompt = str(event.get("prompt", ""))
         elif etype == "todos_changed":
