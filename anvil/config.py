@@ -17,6 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from anvil.core.hooks import HooksConfig
+from anvil.core.mcp_config import McpServerConfig
+from anvil.core.subagent_types import AgentTypeConfig
+from anvil.core.tools.web import WebConfig
+
 
 class ConfigError(Exception):
     """A configuration problem, with one message that says where and what to do."""
@@ -72,6 +77,16 @@ class Settings(BaseModel):
     """Linter per file type run after edits, e.g. ``python = "ruff check --output-format concise {path}"``."""
     permissions: Permissions = Field(default_factory=Permissions)
     """Rules for commands."""
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+    """Shell commands run at session events (``[[hooks.pre_tool_use]]`` ...); see examples/hooks/."""
+    web: WebConfig = Field(default_factory=WebConfig)
+    """web_fetch and web_search settings (search provider keys may also come from the environment)."""
+    agents: dict[str, AgentTypeConfig] = Field(default_factory=dict)
+    """Custom sub-agent types (``[agents.reviewer]``); ``.anvil/agents/*.md`` files add more."""
+    subagent_max_iterations: int = Field(30, ge=1)
+    """Model calls a sub-agent may make before it reports back."""
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """MCP servers (``[mcp_servers.github]``: command + args for stdio, or url for streamable HTTP)."""
 
 
 _TYPE_WORDS = {
@@ -134,11 +149,27 @@ def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> Config
     err = exc.errors()[0]
     key = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
-        known = ", ".join(Settings.model_fields) if len(err["loc"]) == 1 else ", ".join(Permissions.model_fields)
-        return ConfigError(f"{source}: unknown setting '{key}'. Known settings: {known}.")
+        known = ", ".join(_known_keys(err["loc"][:-1]))
+        return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
     expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed where an unknown one was found, by walking the models along its location."""
+    model: Any = Settings
+    key_next = False  # after a dict or list setting, the next part is a name or an index, not a field
+    for part in loc:
+        if key_next:
+            key_next = False
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)) or str(part) not in model.model_fields:
+            return []
+        model = model.model_fields[str(part)].annotation
+        if getattr(model, "__origin__", None) in (dict, list):
+            model, key_next = model.__args__[-1], True
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
 
 
 def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
@@ -150,12 +181,16 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
     return data
 
 
+# Settings that are tables or lists: set in TOML files, not through single environment variables.
+_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify"}
+
+
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     """``ANVIL_<SETTING>`` for every top-level setting that is a plain value (strings are coerced)."""
     layer: dict[str, Any] = {}
     for name in Settings.model_fields:
         value = environ.get("ANVIL_" + name.upper())
-        if value is not None and name not in {"permissions", "lint", "allowed_dirs", "verify"}:
+        if value is not None and name not in _TABLES:
             layer[name] = value
     return layer
 

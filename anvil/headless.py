@@ -24,6 +24,7 @@ from anvil.core.events import (
     AssistantMessage,
     ErrorEvent,
     Notice,
+    PlanProposed,
     Retrying,
     TurnEnded,
 )
@@ -44,8 +45,11 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text
     out = out or sys.stdout
     err = err or sys.stderr
     agent = runtime.agent
+    runtime.notify = lambda message: _emit_notice(message, output_format, out, err)
     for warning in runtime.warnings:
         _emit_notice(warning, output_format, out, err)
+    for notice in await runtime.start(wait_for_mcp=30.0):  # MCP tools must be there before the first turn
+        _emit_notice(notice, output_format, out, err)
     preflight = getattr(agent.model, "preflight", None)
     if preflight is not None:
         problem = await asyncio.to_thread(preflight)
@@ -65,6 +69,7 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text
     with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     final_text = ""
+    plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
     try:
         async for event in agent.run_turn(prompt):
@@ -73,9 +78,11 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text
             if output_format == "stream-json":
                 out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
                 out.flush()
+            if isinstance(event, PlanProposed) and event.future is None:
+                plan = event.plan
             if isinstance(event, AssistantMessage):
                 final_text = event.text
-            elif isinstance(event, ErrorEvent):
+            elif isinstance(event, ErrorEvent) or (isinstance(event, Notice) and output_format == "text"):
                 print(f"anvil: {event.message}", file=err)
             elif isinstance(event, Retrying) and output_format != "stream-json":
                 print(f"anvil: {event.message}; retrying in {event.delay:.1f}s "
@@ -85,17 +92,23 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        await agent.ctx.close()
-        runtime.session.close()
+        await runtime.close()
     assert ended is not None
     code = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(ended.reason, EXIT_ERROR)
     if ended.reason in {"max_iterations", "stuck"}:
         print(f"anvil: {ended.message}", file=err)
+    if plan is not None and ended.reason == "done":
+        print("anvil: plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it "
+              "out, or without --mode plan.", file=err)
     if output_format == "text":
-        if final_text:
-            out.write(final_text.rstrip("\n") + "\n")
+        text = plan if plan is not None else final_text
+        if text:
+            out.write(text.rstrip("\n") + "\n")
     elif output_format == "json":
-        out.write(json.dumps(_result(runtime, final_text, ended), ensure_ascii=False) + "\n")
+        result = _result(runtime, plan if plan is not None else final_text, ended)
+        if plan is not None:
+            result.update(plan=plan, stop_reason="plan")
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
     out.flush()
     return code
 

@@ -5,8 +5,11 @@ Every front end (headless, plain REPL, TUI) builds its agent here, so they share
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from anvil import __version__
 from anvil.config import Settings, data_dir, user_config_dir
@@ -14,12 +17,19 @@ from anvil.core.agent import Agent
 from anvil.core.approval import ApprovalPolicy
 from anvil.core.checkpoints import FileCheckpointStore
 from anvil.core.events import TodoItem
+from anvil.core.hooks import HOOK_EVENTS, HookRunner
+from anvil.core.mcp_client import McpManager
 from anvil.core.model import LiteLLMModel, Model, RetryPolicy
 from anvil.core.prompts import build_system_prompt
 from anvil.core.scripted import ScriptedModel
 from anvil.core.session import Session, SessionState, SessionStore, repair_history
+from anvil.core.subagent_types import load_agent_types
+from anvil.core.subagents import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
+from anvil.core.tools.interaction import attach_policy
+from anvil.core.tools.web import web_tools
+from anvil.core.undo import UndoManager
 
 
 @dataclass
@@ -31,6 +41,45 @@ class Runtime:
     store: SessionStore
     warnings: list[str]
     resumed: SessionState | None = None
+    hooks: HookRunner | None = None
+    mcp: McpManager | None = None
+    undo: UndoManager | None = None
+    #: what happens in the background (an MCP server failing) is told to the person through this
+    notify: Callable[[str], Any] = field(default=lambda message: None)
+    _closed: bool = False
+
+    async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
+        """After the first paint: session_start hooks, MCP servers. Returns notices for the person.
+
+        ``wait_for_mcp`` (seconds) waits for the servers to be ready or failed, for headless runs that need
+        their tools before the first turn; interactive front ends let them come up in the background.
+        """
+        notices: list[str] = []
+        if self.hooks is not None:
+            started = await self.hooks.session_start("resume" if self.resumed else "startup")
+            notices += started.notices
+            if started.additional_context:  # what the hook knows joins the system prompt, for every turn
+                self.agent.messages[0]["content"] += "\n\n# From a session_start hook\n\n" + started.additional_context
+        if self.mcp is not None and self.mcp.servers:
+            await self.mcp.start()
+            if wait_for_mcp:
+                await self.mcp.wait_started(wait_for_mcp)
+                self.mcp.sync_registry(self.agent.tools)
+        return notices
+
+    async def close(self, reason: str = "exit") -> None:
+        """End the session: session_end hooks, MCP servers, background commands, the session file."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.hooks is not None:
+                await self.hooks.session_end(reason)
+            if self.mcp is not None:
+                await self.mcp.close()
+            await self.agent.ctx.close()
+        finally:
+            self.session.close()
 
 
 def build_model(settings: Settings) -> Model:
@@ -51,7 +100,7 @@ def tool_settings(settings: Settings, root: Path) -> ToolSettings:
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,
-                 model: Model | None = None) -> Runtime:
+                 model: Model | None = None, interactive: bool = True) -> Runtime:
     """Raises SessionError / ModelError with a message for the person when something is wrong."""
     root = root.resolve()
     store = SessionStore(data_dir(), root)
@@ -70,23 +119,51 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     else:
         session = store.create(settings.model, __version__)
     model = model or build_model(settings)
+    checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
     ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id,
-                      settings=tool_settings(settings, root),
-                      checkpoints=FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id),
-                      )
+                      settings=tool_settings(settings, root), checkpoints=checkpoints)
     system_prompt, memory = build_system_prompt(root, user_config_dir())
     if memory.truncated:
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")
     history = repair_history(state.messages) if state else []
-    agent = Agent(model, default_tools(), ctx, system_prompt=system_prompt,
-                  policy=ApprovalPolicy.from_config(root, user_config_dir(), auto_approve=settings.auto_approve,
-                                                    ask_edits=settings.ask_edits), session=session,
+    tools = default_tools()
+    for tool in web_tools(os.environ, settings.web):
+        tools.add(tool)
+    policy = ApprovalPolicy.from_config(root, user_config_dir(), auto_approve=settings.auto_approve,
+                                        ask_edits=settings.ask_edits, mode=settings.mode)
+    attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
+    hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
+    agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
-                  verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout)
+                  verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
+                  interactive=interactive)
+    agent_types, type_warnings = load_agent_types(root, settings.agents,
+                                                  dirs=[user_config_dir() / "agents", root / ".anvil" / "agents"])
+    warnings.extend(type_warnings)
+    tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
+                       max_iterations=settings.subagent_max_iterations,
+                       compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage)))
+    runtime = Runtime(settings, root, agent, session, store, warnings, state, hooks,
+                      undo=UndoManager(checkpoints, root))
+    if settings.mcp_servers:
+        runtime.mcp = McpManager(settings.mcp_servers, root, log_dir=data_dir() / "mcp",
+                                 on_message=lambda message: runtime.notify(message),
+                                 on_change=lambda: runtime.mcp and runtime.mcp.sync_registry(tools))
     if state is not None:
         agent.turn = state.turns
         agent.totals.update(prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
                             cost=state.total_cost)
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
-    return Runtime(settings, root, agent, session, store, warnings, state)
+    return runtime
+
+
+def _any_hooks(settings: Settings) -> bool:
+    return any(settings.hooks.for_event(event) for event in HOOK_EVENTS)
+
+
+def _add_usage(agent: Agent, usage: dict[str, Any]) -> None:
+    """A sub-agent's tokens and cost count in the session's totals."""
+    agent.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+    agent.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+    agent.totals["cost"] += float(usage.get("cost") or 0.0)
