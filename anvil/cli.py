@@ -39,6 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run every tool without asking, except the hard-deny list (trusted repos only)")
     parser.add_argument("--max-iterations", type=int, metavar="N", help="model calls allowed per turn "
                         "(default 50)")
+    parser.add_argument("--mode", choices=["ask", "accept_edits", "auto", "plan"],
+                        help="approval mode to start in; plan: read and plan only, then propose the plan")
+    parser.add_argument("--theme", metavar="NAME", help="TUI theme: anvil-dark, anvil-light, anvil-high-contrast "
+                                                       "or one of yours in ~/.config/anvil/themes/")
+    parser.add_argument("--demo", action="store_true",
+                        help="replay a scripted session in the app on a copy of a demo project (no key, no network)")
+    parser.add_argument("--plain", action="store_true",
+                        help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
                         help="resume the newest session of this directory")
@@ -65,15 +73,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_iterations is not None and args.max_iterations < 1:
         parser.error("--max-iterations must be at least 1")
     if args.prompt is None:
-        print("anvil: the interactive app is not available in this version yet; run one prompt with "
-              "`anvil -p \"PROMPT\"` (try `--model scripted` without a key).", file=sys.stderr)
-        return EXIT_USAGE
+        if args.plain:
+            return _plain(args)
+        return _tui(args)
     return _headless(args)
+
+
+def _plain(args: Any) -> int:
+    """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain.py)."""
+    from anvil.plain import launch
+
+    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest)
 
 
 def _flags(args: Any) -> dict[str, Any]:
     return {"model": args.model, "api_base": args.api_base, "auto_approve": args.auto_approve,
-            "max_iterations": args.max_iterations}
+            "max_iterations": args.max_iterations, "mode": args.mode}
 
 
 def _read_prompt(value: str) -> str | None:
@@ -101,7 +116,8 @@ def _headless(args: Any) -> int:
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
-        runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest)
+        runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest,
+                               interactive=False)
         return asyncio.run(run_headless(runtime, prompt, args.output_format))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
@@ -114,6 +130,46 @@ def _headless(args: Any) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _tui(args: Any) -> int:
+    """The Textual app. Settings are validated inside it, after the first paint, so errors show there."""
+    import os
+    from pathlib import Path
+
+    if not sys.stdin.isatty() or not sys.stdout.isatty():
+        print("anvil: the interactive app needs a terminal; use `anvil -p PROMPT` in scripts and pipes.",
+              file=sys.stderr)
+        return EXIT_USAGE
+    flags = _flags(args)
+    if args.theme:
+        flags["theme"] = args.theme
+    model = None
+    demo_prompt = None
+    if args.demo:
+        from anvil.tui.demo import DEMO_PROMPT, DemoError, demo_environment, demo_model, prepare_demo_project
+
+        try:
+            root = prepare_demo_project()
+        except (DemoError, OSError) as exc:
+            print(f"anvil: {exc}", file=sys.stderr)
+            return 1
+        os.chdir(root)
+        demo_environment()
+        flags.update(model="scripted", auto_approve=False)
+        model, demo_prompt = demo_model(), DEMO_PROMPT
+    from anvil.tui.app import AnvilApp
+
+    app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
+                   theme=args.theme, demo_prompt=demo_prompt)
+    try:
+        code = app.run()
+    finally:
+        if app.runtime is not None:  # the app closes it on a normal exit; this covers a crash
+            app.runtime.session.close()
+    if app.return_code not in (None, 0):
+        return app.return_code
+    return code or 0
 
 
 def _sessions(argv: list[str]) -> int:

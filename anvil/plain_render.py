@@ -1,0 +1,205 @@
+"""What `anvil --plain` prints: engine events turned into short, styled lines of prompt_toolkit formatted text.
+
+Pure functions of the events (no terminal, no state), so they are tested directly and the REPL stays a
+thin loop. Output is meant for the terminal's own scrollback: one line per tool call, never a dump of
+tool output, diffs coloured by pygments' DiffLexer, commands in approvals highlighted as bash.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from prompt_toolkit.formatted_text import FormattedText, PygmentsTokens, StyleAndTextTuples
+from prompt_toolkit.styles import Style
+
+from anvil.core.events import (
+    ApprovalAnswered,
+    ApprovalRequested,
+    CompactionFinished,
+    CompactionStarted,
+    ErrorEvent,
+    Notice,
+    Retrying,
+    TodoItem,
+    ToolCallStarted,
+    ToolResultEvent,
+    TurnEnded,
+)
+
+STYLE = Style.from_dict({
+    "tool": "bold ansicyan", "args": "", "ok": "ansigreen", "fail": "ansired bold", "dim": "ansibrightblack",
+    "error": "ansired", "notice": "ansiyellow", "title": "bold", "key": "bold ansimagenta", "pattern": "ansicyan",
+    "user": "bold", "toolbar": "noreverse bg:ansiblack ansiwhite", "gauge.full": "ansigreen",
+    "gauge.warn": "ansiyellow", "gauge.hot": "ansired", "prompt": "bold ansicyan",
+})
+#: the argument that says what a call does, per tool, in the order tried
+MAIN_ARGS = ("command", "path", "pattern", "query", "url", "id", "question", "plan")
+PREVIEW_LINES = 2
+MAX_DIFF_LINES = 80
+TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
+
+
+def short(text: str, width: int = 100) -> str:
+    """One line of at most ``width`` characters: newlines become ⏎ so a multi-line command stays one entry."""
+    flat = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def args_summary(name: str, args: dict[str, Any], width: int = 90) -> str:
+    if name == "todo_write" and isinstance(args.get("todos"), list):
+        return f"{len(args['todos'])} items"
+    for key in MAIN_ARGS:
+        if isinstance(args.get(key), (str, int)):
+            return short(str(args[key]), width)
+    return short(json.dumps(args, ensure_ascii=False), width) if args else ""
+
+
+def tool_started(event: ToolCallStarted) -> StyleAndTextTuples:
+    summary = args_summary(event.name, event.args)
+    return [("class:tool", f"● {event.name}"), ("class:args", f" {summary}" if summary else "")]
+
+
+def _seconds(duration: float) -> str:
+    return f"{duration:.1f}s" if duration < 60 else f"{int(duration // 60)}m{int(duration % 60):02d}s"
+
+
+def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = True) -> StyleAndTextTuples:
+    """``✓ 0.1s`` after the call's own line, or a full entry when other output came in between."""
+    head: StyleAndTextTuples = [] if same_line else [("class:dim", f"  {event.name}")]
+    summary = "" if event.summary in {"ok", ""} else short(event.summary, 100)
+    if event.ok:
+        out = [*head, ("class:ok", f" ✓ {_seconds(event.duration)}")]
+        if summary:
+            out.append(("class:dim", f" · {summary}"))
+    else:
+        out = [*head, ("class:fail", f" ✗ {summary or 'error'}")]
+    out.append(("", "\n"))
+    # The command tools' own trailers ("(no output)", "[exit 0 · 0.1s]") repeat the summary: leave them out.
+    first = [line for line in event.output.strip().splitlines()
+             if line.strip() and line.strip() != "(no output)" and not line.startswith("[exit ")]
+    # The output is for the model; the person gets a glimpse only when it says something the summary does not.
+    worth = not event.ok or event.name in {"run_command", "run_tests"}
+    if preview and worth and first and first[0].strip() != summary:
+        for line in first[:PREVIEW_LINES]:
+            out.append(("class:dim", f"    {short(line, 110)}\n"))
+        if len(first) > PREVIEW_LINES:
+            out.append(("class:dim", f"    … {len(first) - PREVIEW_LINES} more lines\n"))
+    return out
+
+
+def diff_text(diff: str, max_lines: int = MAX_DIFF_LINES) -> StyleAndTextTuples:
+    from pygments.lexers.diff import DiffLexer
+
+    lines = diff.rstrip("\n").splitlines()
+    shown = "\n".join(lines[:max_lines]) + "\n"
+    out: StyleAndTextTuples = list(PygmentsTokens(list(DiffLexer().get_tokens(shown))).__pt_formatted_text__())
+    if len(lines) > max_lines:
+        out.append(("class:dim", f"  … {len(lines) - max_lines} more diff lines\n"))
+    return out
+
+
+def bash_text(command: str) -> StyleAndTextTuples:
+    from pygments.lexers.shell import BashLexer
+
+    return list(PygmentsTokens(list(BashLexer().get_tokens(command.rstrip("\n") + "\n"))).__pt_formatted_text__())
+
+
+def approval_text(event: ApprovalRequested, cwd: str) -> StyleAndTextTuples:
+    """The request in full: what would run, where, why anvil asks, and the keys that answer it."""
+    command = event.args.get("command")
+    # The title of a command call repeats the command; a sub-agent's title says whose call it is, so it stays.
+    title = "" if isinstance(command, str) and command.strip() in event.title else event.title
+    out: StyleAndTextTuples = [("class:title", f"\n⚠ Approve {event.tool}? "), ("class:dim", title + "\n")]
+    if isinstance(command, str):
+        out += [("", "  $ "), *bash_text(command)]
+        out.append(("class:dim", f"  in {cwd}\n"))
+    elif event.args:
+        out.append(("", "  " + short(json.dumps(event.args, ensure_ascii=False), 200) + "\n"))
+    if event.detail:
+        out.append(("class:dim", f"  {event.detail}\n"))
+    for reason in event.reasons:
+        out.append(("class:notice", f"  • {reason}\n"))
+    if event.diff:
+        out += diff_text(event.diff)
+    return out + approval_keys()
+
+
+def approval_keys() -> StyleAndTextTuples:
+    return [("class:key", "  y"), ("", " once  "), ("class:key", "a"), ("", " always  "), ("class:key", "n"),
+            ("", " deny  "), ("class:key", "d"), ("", " deny with a message  "), ("class:dim", "(Ctrl+C interrupts) ")]
+
+
+def scope_text(pattern: str) -> StyleAndTextTuples:
+    return [("", "\n  Always allow "), ("class:pattern", pattern), ("", " for: "), ("class:key", "s"),
+            ("", " this session  "), ("class:key", "p"), ("", " this project  "), ("class:key", "e"),
+            ("", " everywhere (your user config)  "), ("class:key", "Esc"), ("", " back ")]
+
+
+def answered_text(event: ApprovalAnswered) -> StyleAndTextTuples | None:
+    """Decisions taken without the person (a rule, auto mode, the hard-deny list), so they stay visible."""
+    if event.by in {"user", "interrupt"}:
+        return None
+    verb = "allowed" if event.allow else "refused"
+    extra = f": {short(event.message, 100)}" if event.message and not event.allow else ""
+    return [("class:ok" if event.allow else "class:error", f"  {verb} by {event.by}{extra}\n")]
+
+
+def todos_text(todos: tuple[TodoItem, ...] | list[TodoItem]) -> StyleAndTextTuples:
+    if not todos:
+        return [("class:dim", "  (no todos)\n")]
+    out: StyleAndTextTuples = []
+    for item in todos:
+        style = {"completed": "class:dim", "in_progress": "class:title", "cancelled": "class:dim"}.get(item.status, "")
+        text = item.active_form if item.status == "in_progress" and item.active_form else item.content
+        out.append((style, f"  {TODO_MARKS.get(item.status, '?')} {text}\n"))
+    return out
+
+
+def tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if 1000 <= n < 100_000 else f"{n // 1000}k" if n >= 100_000 else str(n)
+
+
+def status_line(event: Any) -> StyleAndTextTuples | None:
+    """The one-line entry for errors, retries, compactions, notices and the end of a turn (None: nothing)."""
+    if isinstance(event, ErrorEvent):
+        hint = " (a passing problem; try again)" if event.retryable else ""
+        return [("class:error", f"✗ {event.message}{hint}\n")]
+    if isinstance(event, Retrying):
+        return [("class:notice", f"↻ {event.message}; retrying in {event.delay:.1f}s "
+                                 f"(attempt {event.attempt + 1} of {event.max_attempts})\n")]
+    if isinstance(event, CompactionStarted):
+        return [("class:notice", f"⟳ Compacting the context ({tokens(event.tokens_before)} tokens, {event.reason})…\n")]
+    if isinstance(event, CompactionFinished):
+        if not event.ok:
+            return [("class:error", f"⟳ Compaction failed: {event.message}\n")]
+        return [("class:notice", f"⟳ Compacted {tokens(event.tokens_before)} → {tokens(event.tokens_after)} tokens. "
+                                 f"{event.message}\n")]
+    if isinstance(event, Notice):
+        return [("class:notice", f"ℹ {event.message}\n")]
+    if isinstance(event, TurnEnded):
+        if event.reason == "interrupted":
+            return [("class:notice", "⏹ Interrupted.\n")]
+        if event.reason in {"max_iterations", "stuck"}:
+            return [("class:error", f"⏹ {event.message}\n")]
+    return None
+
+
+def gauge(fraction: float, width: int = 10) -> StyleAndTextTuples:
+    filled = max(0, min(width, round(fraction * width)))
+    style = "class:gauge.hot" if fraction >= 0.85 else "class:gauge.warn" if fraction >= 0.6 else "class:gauge.full"
+    return [(style, "█" * filled), ("class:dim", "░" * (width - filled))]
+
+
+def toolbar(*, used: int | None, window: int | None, cost: float, model: str, mode: str,
+            hint: str = "") -> FormattedText:
+    """The bottom toolbar: context gauge, cost, model and approval mode (or a passing hint)."""
+    out: StyleAndTextTuples = [("", " ctx ")]
+    if used is not None and window:
+        fraction = used / window
+        out += [*gauge(fraction), ("", f" {fraction:.0%} {tokens(used)}/{tokens(window)}")]
+    else:
+        out.append(("class:dim", "–"))
+    out += [("", f" · ${cost:.4f} · {model} · mode: "), ("class:key", mode)]
+    out.append(("class:dim", f" · {hint}" if hint else " · Shift+Tab mode · /help"))
+    return FormattedText(out)
