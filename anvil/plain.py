@@ -150,6 +150,7 @@ class PlainRepl:
         for warning in self.runtime.warnings:
             self.say(f"ℹ {warning}")
         show_resumed(self)
+        await self.start_runtime(self.runtime)
         preflight = asyncio.create_task(self._preflight())
         try:
             while not self.exit_requested:
@@ -169,9 +170,14 @@ class PlainRepl:
                     await self.send(line[1:] if line.startswith("//") else line)
         finally:
             preflight.cancel()
-            await self.runtime.agent.ctx.close()
-            self.runtime.session.close()
+            await self.runtime.close()
         return 0
+
+    async def start_runtime(self, runtime: Runtime) -> None:
+        """Session hooks and MCP servers; what fails in the background is told here as it happens."""
+        runtime.notify = lambda message: self.say(f"ℹ {message}")
+        for notice in await runtime.start():
+            self.say(f"ℹ {notice}")
 
     async def _preflight(self) -> None:
         check = getattr(self.runtime.agent.model, "preflight", None)
@@ -193,9 +199,14 @@ class PlainRepl:
         expanded = expand_mentions(text, self.runtime.root)
         if expanded.attached:
             self.say(f"  attached: {', '.join(expanded.attached)}", "class:dim")
-        for problem in expanded.problems:
+        problems = list(expanded.problems)
+        text = expanded.text
+        if self.runtime.mcp is not None:  # @server:uri attaches an MCP resource
+            text, more = await self.runtime.mcp.attach_resources(text)
+            problems += more
+        for problem in problems:
             self.say(f"ℹ {problem}")
-        await self.run_events(self.runtime.agent.run_turn(expanded.text))
+        await self.run_events(self.runtime.agent.run_turn(text))
 
     async def run_events(self, events: AsyncIterator[Event]) -> None:
         """Consume a turn's (or a compaction's) events in a task; keys are read raw until it ends."""

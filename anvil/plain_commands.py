@@ -96,10 +96,10 @@ async def swap(repl: PlainRepl, runtime: Runtime) -> None:
     """Replace the runtime (new or resumed session), keeping the approval mode the person chose."""
     old = repl.runtime
     runtime.agent.policy.set_mode(old.agent.policy.mode)
-    await old.agent.ctx.close()
-    old.session.close()
+    await old.close()
     repl.runtime = runtime
     repl.install(runtime)
+    await repl.start_runtime(runtime)
     repl.used = repl.window = None
     repl.cost = float(runtime.agent.totals.get("cost", 0.0))
 
@@ -162,6 +162,18 @@ async def _cost(repl: PlainRepl, arg: str) -> None:
     t = runtime.agent.totals
     repl.say(f"Session {runtime.session.id}: {int(t['prompt_tokens']):,} input and {int(t['completion_tokens']):,} "
              f"output tokens, ${float(t['cost']):.4f}. Context: {runtime.agent.context.used:,} tokens in use.")
+
+
+@command("mcp", "/mcp", "MCP servers, their state and tools")
+async def _mcp(repl: PlainRepl, arg: str) -> None:
+    mcp = repl.runtime.mcp
+    if mcp is None or not mcp.servers:
+        repl.say("No MCP servers configured. Add them under [mcp_servers.NAME] in .anvil/config.toml.")
+        return
+    for server in mcp.status():
+        tools = ", ".join(server.tools) if server.tools else "no tools"
+        error = f" — {server.error}" if server.error else ""
+        repl.say(f"{server.name} ({server.transport}): {server.state}{error}\n    {tools}")
 
 
 @command("sessions", "/sessions", "this project's sessions, newest first")

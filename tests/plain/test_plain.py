@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import io
 import re
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -498,3 +499,22 @@ async def test_compact_runs_the_engines_compaction(make_repl: Any) -> None:
     await repl.wait("⟳ Compacting the context")
     await repl.wait("⟳ Compacted")
     await repl.exit()
+
+
+async def test_mcp_lists_servers_and_their_tools(make_repl: Any, tmp_path: Path) -> None:
+    from anvil.core.mcp_config import McpServerConfig
+    from tests.core.test_mcp import SERVER
+
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    servers = {"demo": McpServerConfig(command=sys.executable, args=[str(script)]),
+               "broken": McpServerConfig(command=str(tmp_path / "no-such-server"))}
+    repl = make_repl([], mcp_servers=servers)
+    await repl.idle()
+    assert repl.repl.runtime.mcp is not None
+    await asyncio.wait_for(repl.repl.runtime.mcp.wait_started(), 30)
+    await repl.prompt("/mcp")
+    await repl.wait("demo (stdio): ready")
+    await repl.wait("mcp__demo__add")
+    await repl.wait("broken (stdio): failed")
+    assert await repl.exit() == 0
