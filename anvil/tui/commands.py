@@ -1,0 +1,290 @@
+"""Slash commands typed in the prompt: ``/help``, ``/clear``, ``/compact [focus]`` and the rest.
+
+Each command is a small function of the app and its argument. Commands that replace the conversation
+(clear, resume, model, compact) wait until the running turn ends; the others work at any time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from anvil.core.events import ToolCallStarted, ToolResultEvent
+from anvil.tui.transcript import AssistantEntry, ToolEntry, UserEntry
+
+if TYPE_CHECKING:
+    from anvil.runtime import Runtime
+    from anvil.tui.app import AnvilApp
+
+Handler = Callable[["AnvilApp", str], Awaitable[None]]
+
+KEYS_HELP = """Keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @path attach a file
+Esc interrupt · Shift+Tab approval mode (ask, accept edits, auto, plan) · Ctrl+T todos · Ctrl+F search
+c copy the focused entry · C its last code block · Enter on a tool call expands it · Ctrl+C clear, twice quits"""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    usage: str
+    help: str
+    handler: Handler
+    idle_only: bool = False
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, usage: str, help_: str, *, idle_only: bool = False) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        COMMANDS[name] = Command(name, usage, help_, handler, idle_only)
+        return handler
+
+    return register
+
+
+def command_list() -> list[tuple[str, str]]:
+    """(name, help) pairs for the prompt's completion menu."""
+    return [(c.name, c.help) for c in COMMANDS.values()]
+
+
+async def run_slash(app: AnvilApp, line: str) -> None:
+    name, _, arg = line[1:].strip().partition(" ")
+    cmd = COMMANDS.get(name.lower())
+    if cmd is None:
+        close = [c for c in COMMANDS if c.startswith(name[:2].lower())] if name else []
+        hint = f" Did you mean /{close[0]}?" if close else ""
+        app.add_line("notice", f"Unknown command /{name}.{hint} /help lists them; start with // to send a "
+                               "message that begins with a slash.")
+        return
+    if cmd.idle_only and app.busy:
+        app.add_line("notice", f"/{cmd.name} waits until the running turn ends (Esc interrupts it).")
+        return
+    if cmd.idle_only and app.runtime is None:
+        app.add_line("notice", f"/{cmd.name} is not available until anvil has started.")
+        return
+    try:
+        await cmd.handler(app, arg.strip())
+    except Exception as exc:  # a failing command reports, it never takes the app down
+        app.add_line("error", f"/{cmd.name} failed: {type(exc).__name__}: {exc}")
+
+
+def _runtime(app: AnvilApp) -> Runtime | None:
+    if app.runtime is None:
+        app.add_line("notice", "anvil is still starting; try again in a moment.")
+    return app.runtime
+
+
+@command("help", "/help", "commands and keys")
+async def _help(app: AnvilApp, arg: str) -> None:
+    width = max(len(c.usage) for c in COMMANDS.values())
+    lines = [f"{c.usage:<{width}}  {c.help}" for c in COMMANDS.values()]
+    app.add_line("help", "\n".join(lines) + "\n\n" + KEYS_HELP)
+
+
+@command("clear", "/clear", "start a new conversation (the old session is kept)", idle_only=True)
+async def _clear(app: AnvilApp, arg: str) -> None:
+    old = app.runtime
+    assert old is not None
+    from anvil.runtime import open_runtime
+
+    runtime = await asyncio.to_thread(open_runtime, old.settings, app.root, model=old.agent.model)
+    await _swap(app, runtime)
+    app.add_line("notice", f"New conversation (session {runtime.session.id}). The previous one is kept: "
+                           f"/resume {old.session.id}")
+
+
+async def _swap(app: AnvilApp, runtime: Runtime) -> None:
+    old = app.runtime
+    if old is not None:
+        runtime.agent.policy.set_mode(old.agent.policy.mode)
+        await old.agent.ctx.close()
+        old.session.close()
+    app.runtime = runtime
+    await app.transcript.clear()
+    app.show_todos(tuple(runtime.agent.ctx.todos))
+    app.status.update_state(used=runtime.agent.context.used, cost=float(runtime.agent.totals.get("cost", 0.0)))
+    app.runtime_ready()
+
+
+@command("compact", "/compact [focus]", "summarise the conversation to free context", idle_only=True)
+async def _compact(app: AnvilApp, arg: str) -> None:
+    assert app.runtime is not None
+    compact = getattr(app.runtime.agent, "compact", None)
+    if compact is None:
+        app.add_line("notice", "Compaction is not available in this version of the engine.")
+        return
+    app.start_agent(compact(arg or None))
+
+
+@command("model", "/model [name]", "show or switch the model", idle_only=True)
+async def _model(app: AnvilApp, arg: str) -> None:
+    runtime = app.runtime
+    assert runtime is not None
+    if not arg:
+        app.add_line("notice", f"Model: {runtime.settings.model}. Switch with /model NAME "
+                               "(any litellm model string, e.g. anthropic/claude-sonnet-4-5).")
+        return
+    from anvil.runtime import build_model
+
+    settings = runtime.settings.model_copy(update={"model": arg})
+    model = await asyncio.to_thread(build_model, settings)
+    problem = getattr(model, "preflight", None)
+    message = await asyncio.to_thread(problem) if problem is not None else None
+    runtime.settings = settings
+    agent = runtime.agent
+    set_model = getattr(agent, "set_model", None)
+    if set_model is not None:
+        set_model(model)
+    else:  # until the engine has set_model: the gauge must measure against the new model's window
+        agent.model = model
+        agent.context._window = model.context_window
+    app.status.update_state(model=arg)
+    app.add_line("notice", f"Model switched to {arg}." + (f" {message}" if message else ""))
+
+
+@command("mode", "/mode [ask|accept_edits|auto|plan]", "cycle or set the approval mode (Shift+Tab cycles)")
+async def _mode(app: AnvilApp, arg: str) -> None:
+    runtime = _runtime(app)
+    if runtime is None:
+        return
+    policy = runtime.agent.policy
+    if arg:
+        policy.set_mode(arg.replace("-", "_").replace(" ", "_"))  # type: ignore[arg-type]
+    else:
+        policy.next_mode()
+    app.status.update_state(mode=policy.mode)
+    app.add_line("notice", f"Approval mode: {policy.mode}.")
+
+
+@command("todos", "/todos", "show or hide the todo list (Ctrl+T)")
+async def _todos(app: AnvilApp, arg: str) -> None:
+    app.action_toggle_todos()
+
+
+@command("cost", "/cost", "tokens and cost of this session")
+async def _cost(app: AnvilApp, arg: str) -> None:
+    runtime = _runtime(app)
+    if runtime is None:
+        return
+    t = runtime.agent.totals
+    ctx = runtime.agent.context
+    app.add_line("notice", f"Session {runtime.session.id}: {int(t['prompt_tokens']):,} input and "
+                           f"{int(t['completion_tokens']):,} output tokens, ${float(t['cost']):.4f}. "
+                           f"Context: {ctx.used:,} tokens in use.")
+
+
+@command("sessions", "/sessions", "this project's sessions, newest first")
+async def _sessions(app: AnvilApp, arg: str) -> None:
+    runtime = _runtime(app)
+    if runtime is None:
+        return
+    sessions = await asyncio.to_thread(runtime.store.list)
+    if not sessions:
+        app.add_line("notice", "No sessions yet.")
+        return
+    rows = []
+    for s in sessions[:20]:
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created))
+        prompt = " ".join(s.first_prompt.split())[:60]
+        mark = "*" if s.id == runtime.session.id else " "
+        rows.append(f"{mark} {s.id:<24} {started}  {s.turns:>3} turns  {prompt}")
+    app.add_line("help", "\n".join(rows) + "\n\n/resume ID opens one.")
+
+
+@command("resume", "/resume [id]", "continue an earlier session (the newest other one without an id)",
+         idle_only=True)
+async def _resume(app: AnvilApp, arg: str) -> None:
+    runtime = app.runtime
+    assert runtime is not None
+    session_id = arg
+    if not session_id:
+        others = [s for s in await asyncio.to_thread(runtime.store.list) if s.id != runtime.session.id]
+        if not others:
+            app.add_line("notice", "No earlier session to resume.")
+            return
+        session_id = others[0].id
+    from anvil.runtime import open_runtime
+
+    new = await asyncio.to_thread(open_runtime, runtime.settings, app.root, resume=session_id,
+                                  model=runtime.agent.model)
+    await _swap(app, new)
+
+
+@command("theme", "/theme [name]", "list themes or switch to one")
+async def _theme(app: AnvilApp, arg: str) -> None:
+    if not arg:
+        names = sorted(app.available_themes)
+        app.add_line("notice", "Themes: " + ", ".join(f"{n} (current)" if n == app.theme else n for n in names))
+        return
+    if app.set_theme(arg):
+        app.add_line("notice", f"Theme: {arg}.")
+
+
+@command("export", "/export", "write the conversation as Markdown into the project")
+async def _export(app: AnvilApp, arg: str) -> None:
+    runtime = _runtime(app)
+    if runtime is None:
+        return
+    path = app.root / (arg or f"anvil-session-{runtime.session.id}.md")
+    text = export_markdown(runtime.agent.messages, session_id=runtime.session.id, model=runtime.settings.model)
+    await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+    app.add_line("notice", f"Exported the conversation to {path}")
+
+
+@command("exit", "/exit", "quit anvil")
+async def _exit(app: AnvilApp, arg: str) -> None:
+    app.action_exit_app()
+
+
+def export_markdown(messages: list[dict[str, Any]], *, session_id: str, model: str) -> str:
+    """The whole conversation (not only what is on screen) as Markdown; the system prompt is left out."""
+    out = [f"# anvil session {session_id}", "", f"Model: {model} · exported {time.strftime('%Y-%m-%d %H:%M')}", ""]
+    for message in messages:
+        role = message.get("role")
+        content = str(message.get("content") or "").rstrip()
+        if role == "user":
+            out += ["## You", "", content, ""]
+        elif role == "assistant":
+            out += ["## anvil", ""] + ([content, ""] if content else [])
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function", {})
+                out += [f"**{fn.get('name')}** `{fn.get('arguments', '')}`", ""]
+        elif role == "tool":
+            fence = "````" if "```" in content else "```"
+            out += [f"<details><summary>{message.get('name', 'tool')} result</summary>", "", fence, content, fence,
+                    "", "</details>", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def show_history(app: AnvilApp, messages: list[dict[str, Any]]) -> None:
+    """Render a resumed session's messages; only the newest entries fit the transcript's limit."""
+    transcript = app.transcript
+    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+    for message in messages[-transcript.max_entries:]:
+        role = message.get("role")
+        content = str(message.get("content") or "")
+        if role == "user":
+            transcript.add(UserEntry(content))
+        elif role == "assistant":
+            if content.strip():
+                transcript.add(AssistantEntry(content))
+            for call in message.get("tool_calls") or []:
+                fn = call.get("function", {})
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except json.JSONDecodeError:
+                    args = {}
+                entry = ToolEntry(ToolCallStarted(call.get("id", ""), fn.get("name", "?"),
+                                                  args if isinstance(args, dict) else {}, ""))
+                transcript.add(entry)
+                result = results.get(call.get("id"))
+                if result is not None:
+                    entry.finish(ToolResultEvent(entry.call_id, entry.name_, True, "", str(result.get("content"))))
+    if messages:
+        transcript.add_line("notice", f"Resumed a session with {len(messages)} messages.")
+

@@ -1,0 +1,70 @@
+"""`anvil --demo`: the real app on a copy of the demo project, driven by a scripted model.
+
+No key and no network: the bundled script (anvil/core/scripts/tui_demo.json) streams text, keeps a todo
+list, asks to run the tests (the approval modal), edits wordstat.py (a diff) and, once the turn is over,
+the app compacts the conversation. The person only presses ``y`` when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from anvil.core.scripted import ScriptedModel
+
+DEMO_PROMPT = "The case-insensitivity test in wordstat fails. Find out why and fix it."
+#: Seconds between streamed chunks: slow enough to watch, fast enough not to bore.
+CHUNK_DELAY = 0.02
+#: The demo's context window is sized so the gauge rises to about this share of the usable window: high
+#: enough to watch, below the automatic compaction threshold (which would take a scripted turn as its summary),
+#: and small enough that /compact has older messages to summarise.
+DEMO_PEAK_SHARE = 0.72
+#: What the script adds to the tool schemas at its peak: system prompt and the conversation, in tokens.
+DEMO_HISTORY_TOKENS = 2600
+
+
+class DemoError(Exception):
+    pass
+
+
+def demo_project_source() -> Path:
+    """The demo project: shipped inside the package when installed, else the repository's examples/."""
+    candidates = [Path(str(resources.files("anvil"))) / "examples" / "demo-project",
+                  Path(__file__).resolve().parents[2] / "examples" / "demo-project"]
+    for path in candidates:
+        if (path / "wordstat.py").is_file():
+            return path
+    raise DemoError("The demo project (examples/demo-project) is not in this installation.")
+
+
+def prepare_demo_project() -> Path:
+    """A fresh copy in a temporary directory, so the demo never touches anything of the person's."""
+    target = Path(tempfile.mkdtemp(prefix="anvil-demo-")) / "demo-project"
+    shutil.copytree(demo_project_source(), target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return target
+
+
+def demo_model() -> ScriptedModel:
+    text = resources.files("anvil.core").joinpath("scripts/tui_demo.json").read_text(encoding="utf-8")
+    return ScriptedModel(json.loads(text), name="scripted", delay=CHUNK_DELAY, window=demo_window())
+
+
+def demo_window() -> int:
+    """A window that fits the registered tools: their schemas are sent on every call and weigh the most."""
+    from anvil.core.tools import default_tools
+
+    schema_tokens = len(json.dumps(default_tools().schemas())) // 4
+    peak = schema_tokens + DEMO_HISTORY_TOKENS
+    return max(4096, int(peak / (0.9 * DEMO_PEAK_SHARE)))
+
+
+def demo_environment() -> None:
+    """`python` in the script must be this interpreter (some systems only have python3 on PATH)."""
+    bindir = str(Path(sys.executable).parent)
+    os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")

@@ -1,0 +1,320 @@
+"""The prompt: a multi-line input with history, `@path` and `/command` completion.
+
+Enter sends; Shift+Enter or Ctrl+J inserts a newline (many terminals send Enter for Shift+Enter, so
+Ctrl+J is the one that always works). Up/Down walk the history when the cursor is on the first/last
+line; the history is kept in ``$XDG_DATA_HOME/anvil/history``, one JSON string a line, so multi-line
+prompts survive. ``@path`` mentions are completed from the project's files and, on send, the files'
+contents are attached to the message the model reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+HISTORY_LIMIT = 1000
+MAX_ATTACH_BYTES = 200_000
+MAX_FILES = 20_000
+MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
+SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+             "dist", "build", ".tox"}
+
+
+def history_path() -> Path:
+    # The XDG rule inline rather than anvil.config: importing pydantic here would delay the first paint.
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "anvil" / "history"
+
+
+class History:
+    """Prompts sent before, oldest first, persisted across sessions."""
+
+    def __init__(self, path: Path | None = None, limit: int = HISTORY_LIMIT) -> None:
+        self.path = path or history_path()
+        self.limit = limit
+        self.entries: list[str] = []
+        self.cursor = 0  # == len(entries): editing a new prompt
+        self.draft = ""
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            for line in self.path.read_text(encoding="utf-8").splitlines()[-limit:]:
+                with contextlib.suppress(json.JSONDecodeError):
+                    value = json.loads(line)
+                    if isinstance(value, str):
+                        self.entries.append(value)
+        self.cursor = len(self.entries)
+
+    def add(self, text: str) -> None:
+        self.cursor = len(self.entries)
+        if not text.strip() or (self.entries and self.entries[-1] == text):
+            self.cursor = len(self.entries)
+            return
+        self.entries.append(text)
+        self.cursor = len(self.entries)
+        try:  # a read-only home must not stop anyone from sending a prompt
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(text, ensure_ascii=False) + "\n")
+        except OSError:
+            pass
+
+    def previous(self, current: str) -> str | None:
+        if self.cursor == 0:
+            return None
+        if self.cursor == len(self.entries):
+            self.draft = current
+        self.cursor -= 1
+        return self.entries[self.cursor]
+
+    def next(self) -> str | None:
+        if self.cursor >= len(self.entries):
+            return None
+        self.cursor += 1
+        return self.draft if self.cursor == len(self.entries) else self.entries[self.cursor]
+
+
+def list_project_files(root: Path, limit: int = MAX_FILES) -> list[str]:
+    """Project files relative to root: git's list when it is a repository (gitignore respected), else a walk."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
+                             capture_output=True, text=True, timeout=5, check=True, stdin=subprocess.DEVNULL)
+        files = [line for line in out.stdout.splitlines() if line]
+        if files:
+            return sorted(files)[:limit]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        rel = Path(dirpath).relative_to(root)
+        for name in sorted(filenames):
+            found.append((rel / name).as_posix())
+            if len(found) >= limit:
+                return found
+    return found
+
+
+def match_files(files: Sequence[str], query: str, limit: int = 10) -> list[str]:
+    """Paths containing the query, the ones whose name starts with it first, then the shortest."""
+    q = query.lower()
+    hits = [f for f in files if q in f.lower()]
+    hits.sort(key=lambda f: (not Path(f).name.lower().startswith(q), not f.lower().startswith(q), len(f), f))
+    return hits[:limit]
+
+
+@dataclass
+class Expanded:
+    text: str
+    attached: list[str]
+    problems: list[str]
+
+
+def expand_mentions(text: str, root: Path) -> Expanded:
+    """The message with the content of every ``@path`` that names a project file appended to it."""
+    attached: list[str] = []
+    problems: list[str] = []
+    blocks: list[str] = []
+    root = root.resolve()
+    for match in MENTION.finditer(text):
+        rel = match.group(1).rstrip(".,;:!?)")
+        path = (root / rel).resolve()
+        if rel in attached or not path.is_file() or not path.is_relative_to(root):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            problems.append(f"@{rel}: {exc.strerror}")
+            continue
+        if len(data) > MAX_ATTACH_BYTES or b"\0" in data[:8000]:
+            problems.append(f"@{rel} was not attached (binary or over {MAX_ATTACH_BYTES // 1000} kB); "
+                            "the model can read it with read_file.")
+            continue
+        attached.append(rel)
+        blocks.append(f'<file path="{rel}">\n{data.decode("utf-8", errors="replace").rstrip()}\n</file>')
+    if not blocks:
+        return Expanded(text, [], problems)
+    return Expanded(f"{text}\n\nAttached files:\n" + "\n".join(blocks), attached, problems)
+
+
+class PromptInput(TextArea):
+    """The text area; the enclosing :class:`Composer` owns the completion menu."""
+
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
+                         highlight_cursor_line=False, compact=True)
+        self.prompt_history = History()
+
+    @property
+    def composer(self) -> Composer:
+        assert isinstance(self.parent, Composer)
+        return self.parent
+
+    async def _on_key(self, event: events.Key) -> None:
+        menu = self.composer.menu
+        key = event.key
+        if menu.display and key in {"enter", "tab"}:
+            # Keys typed fast can arrive before the menu caught up with the text: bring it up to date first.
+            self.composer.update_completions()
+        if menu.display and key in {"enter", "tab", "up", "down", "escape"}:
+            event.stop()
+            event.prevent_default()
+            if key == "enter" and self.composer.is_command(self.text.strip()):
+                self.composer.hide_menu()
+                self._submit()  # "/exit" typed in full means /exit, whatever is highlighted
+            elif key in {"enter", "tab"}:
+                command = self.composer.completing_command
+                self.composer.accept_completion()
+                if key == "enter" and command:  # "/he" Enter runs /help: what a person who typed it means
+                    self._submit()
+            elif key == "escape":
+                self.composer.hide_menu()
+            else:
+                menu.action_cursor_up() if key == "up" else menu.action_cursor_down()
+            return
+        if key == "enter":
+            event.stop()
+            event.prevent_default()
+            self._submit()
+            return
+        if key in {"shift+enter", "ctrl+j"}:
+            event.stop()
+            event.prevent_default()
+            self.insert("\n")
+            return
+        if key == "up" and self.cursor_location[0] == 0:
+            self._recall(self.prompt_history.previous(self.text), event)
+            return
+        if key == "down" and self.cursor_location[0] == self.document.line_count - 1:
+            self._recall(self.prompt_history.next(), event)
+            return
+        await super()._on_key(event)
+
+    def _recall(self, text: str | None, event: events.Key) -> None:
+        if text is None:
+            return
+        event.stop()
+        event.prevent_default()
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    def _submit(self) -> None:
+        text = self.text.strip()
+        if not text:
+            return
+        self.prompt_history.add(text)
+        self.load_text("")
+        self.post_message(self.Submitted(text))
+
+
+class Composer(Vertical):
+    """The completion menu above the prompt; it completes ``/commands`` and ``@paths``."""
+
+    DEFAULT_CLASSES = "composer"
+
+    def __init__(self, root: Path | None, commands: Sequence[tuple[str, str]], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.root = root
+        self.commands = list(commands)
+        self.files: list[str] | None = None
+        self._loading = False
+        self._token: tuple[int, int] | None = None  # (row, start column) of the token being completed
+
+    def compose(self) -> ComposeResult:
+        menu = OptionList(id="completions")
+        menu.display = False
+        menu.can_focus = False
+        yield menu
+        yield PromptInput(id="prompt")
+
+    @property
+    def menu(self) -> OptionList:
+        return self.query_one("#completions", OptionList)
+
+    @property
+    def input(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    @property
+    def completing_command(self) -> bool:
+        return self._token is not None and self.input.text.startswith("/")
+
+    def hide_menu(self) -> None:
+        self.menu.display = False
+        self._token = None
+
+    def is_command(self, text: str) -> bool:
+        return any(text == f"/{name}" for name, _ in self.commands)
+
+    @on(TextArea.Changed, "#prompt")
+    def update_completions(self) -> None:
+        prompt = self.input
+        row, col = prompt.cursor_location
+        line = prompt.document.get_line(row)[:col]
+        word = line.rsplit(None, 1)[-1] if line.strip() and not line.endswith((" ", "\t")) else ""
+        text = prompt.text
+        if text.startswith("/") and not any(c.isspace() for c in text) and col == len(text):
+            hits = [(f"/{name}", help_) for name, help_ in self.commands if f"/{name}".startswith(line)]
+            self._show([Option(f"{name}  {help_}", id=name) for name, help_ in hits], (row, 0))
+        elif word.startswith("@") and self.root is not None:
+            if self.files is None:
+                self._load_files()
+                return
+            hits = match_files(self.files, word[1:])
+            self._show([Option(f"@{path}", id=f"@{path}") for path in hits], (row, col - len(word)))
+        else:
+            self.hide_menu()
+
+    def _show(self, options: list[Option], token: tuple[int, int]) -> None:
+        menu = self.menu
+        if not options:
+            self.hide_menu()
+            return
+        menu.clear_options()
+        menu.add_options(options)
+        menu.highlighted = 0
+        menu.display = True
+        self._token = token
+
+    def _load_files(self) -> None:
+        if self._loading or self.root is None:
+            return
+        self._loading = True
+        root = self.root
+
+        async def load() -> None:
+            # git and the walk run in a thread; only the result is handed back to this (UI) side.
+            self.files = await asyncio.to_thread(list_project_files, root)
+            self.update_completions()
+
+        self.run_worker(load(), group="files")
+
+    def accept_completion(self) -> None:
+        menu = self.menu
+        if menu.highlighted is None or self._token is None:
+            self.hide_menu()
+            return
+        choice = menu.get_option_at_index(menu.highlighted).id or ""
+        prompt = self.input
+        row, start = self._token
+        end = prompt.cursor_location
+        prompt.replace(choice + " ", (row, start), end)
+        self.hide_menu()

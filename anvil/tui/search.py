@@ -1,0 +1,88 @@
+"""Ctrl+F: find text in the transcript, since a full-screen app takes the terminal's own search away.
+
+Matching is on each entry's plain text (what the person reads); Enter jumps to the next match, Shift+Enter
+(or Up) to the previous one, Esc closes the bar and gives the focus back to the prompt.
+"""
+
+from __future__ import annotations
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Input, Static
+
+from anvil.tui.transcript import Entry, Transcript
+
+
+class SearchBar(Horizontal):
+    DEFAULT_CLASSES = "search"
+
+    def __init__(self, transcript: Transcript, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.transcript = transcript
+        self.matches: list[Entry] = []
+        self.index = -1
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="Search the transcript (Enter next, Shift+Enter previous, Esc close)")
+        yield Static("", classes="count")
+
+    def open(self) -> None:
+        self.display = True
+        self.query_one(Input).focus()
+        self._search(self.query_one(Input).value)
+
+    def close(self) -> None:
+        self._clear_marks()
+        self.display = False
+        self.app.query_one("#prompt").focus()
+
+    def _clear_marks(self) -> None:
+        for entry in self.matches:
+            entry.remove_class("-match", "-current")
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        self._search(event.value)
+
+    def _search(self, query: str) -> None:
+        self._clear_marks()
+        needle = query.strip().lower()
+        self.matches = [e for e in self.transcript.entries() if needle and needle in e.plain_text.lower()]
+        for entry in self.matches:
+            entry.add_class("-match")
+        self.index = len(self.matches) - 1  # the newest first: that is where the person usually is
+        self._show()
+
+    def _show(self) -> None:
+        count = self.query_one(".count", Static)
+        if not self.matches:
+            count.update("no match" if self.query_one(Input).value.strip() else "")
+            return
+        for entry in self.matches:
+            entry.remove_class("-current")
+        current = self.matches[self.index]
+        current.add_class("-current")
+        self.transcript.release_anchor()
+        self.transcript.scroll_to_widget(current, animate=False, center=True)
+        count.update(f"{self.index + 1}/{len(self.matches)}")
+
+    def step(self, delta: int) -> None:
+        if self.matches:
+            self.index = (self.index + delta) % len(self.matches)
+            self._show()
+
+    @on(Input.Submitted)
+    def _next(self) -> None:
+        self.step(-1)
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            event.stop()
+            self.close()
+        elif event.key in {"shift+enter", "down"}:
+            event.stop()
+            self.step(1)
+        elif event.key == "up":
+            event.stop()
+            self.step(-1)
