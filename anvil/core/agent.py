@@ -100,6 +100,22 @@ class Agent:
         """A message typed while a turn runs; it joins the history before the next model call."""
         self._steering.append(text)
 
+    @property
+    def pending_steering(self) -> tuple[str, ...]:
+        """Steering messages the model has not seen yet."""
+        return tuple(self._steering)
+
+    def take_steering(self) -> list[str]:
+        """Steering messages left over when a turn ended before another model call (the next turn's text)."""
+        taken, self._steering = self._steering, []
+        return taken
+
+    def set_model(self, model: Model) -> None:
+        """Switch models between turns (/model); the gauge then measures against the new model's window."""
+        self.model = model
+        self.context.counter = TokenCounter(model.name, use_litellm=isinstance(model, LiteLLMModel))
+        self.context.set_window(model.context_window)
+
     def rewind_conversation(self, turn: int) -> bool:
         """Cut the history to before ``turn`` (between turns). False when that turn was compacted away."""
         prompts = self.session.load().prompts if self.session is not None else []

@@ -158,6 +158,11 @@ class ContextMeter:
             self._counted.append((message, tokens))
             self._total += tokens
 
+    def set_window(self, window: int | Callable[[], int | None]) -> None:
+        """A new model: its window (resolved lazily, like the first) and a fresh count with its tokenizer."""
+        self._window = window
+        self.reset()
+
     def reset(self) -> None:
         """Forget every count (after a compaction replaced the history)."""
         self._counted.clear()

@@ -216,6 +216,7 @@ class AnvilApp(App[int]):
             show_history(self, runtime.resumed.messages)
         for warning in runtime.warnings:
             self.transcript.add_line("notice", warning)
+        self.run_worker(self._start_runtime(runtime), group="runtime-start", exit_on_error=False)
         if agent.ctx.todos:
             self.show_todos(tuple(agent.ctx.todos))
         if self.demo_prompt:
@@ -284,7 +285,17 @@ class AnvilApp(App[int]):
             self.renderer.queued.append(self._add_user(text, queued=True, attached=expanded.attached))
             return
         self._add_user(text, attached=expanded.attached)
-        self.start_agent(self.runtime.agent.run_turn(expanded.text))
+        self.start_agent(self._turn(expanded.text))
+
+    async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
+        """A turn, with MCP resources mentioned as @server:uri attached to the message first."""
+        assert self.runtime is not None
+        if self.runtime.mcp is not None:
+            text, problems = await self.runtime.mcp.attach_resources(text)
+            for problem in problems:
+                self.add_line("notice", problem)
+        async for event in self.runtime.agent.run_turn(text):
+            yield event
 
     def _add_user(self, text: str, *, queued: bool = False, attached: list[str] | None = None) -> UserEntry:
         shown = text + (f"\n(attached: {', '.join(attached)})" if attached else "")
@@ -318,11 +329,10 @@ class AnvilApp(App[int]):
     def _continue_with_steering(self) -> None:
         """Messages typed during a turn that ended before its next model call become the next turn."""
         agent = self.runtime.agent if self.runtime else None
-        pending: list[str] = list(getattr(agent, "_steering", []) or [])
+        pending = agent.take_steering() if agent is not None else []
         self.renderer.mark_queued_sent()
         if agent is None or not pending:
             return
-        agent._steering.clear()
         self.start_agent(agent.run_turn("\n\n".join(pending)))
 
     def show_todos(self, todos: tuple[ev.TodoItem, ...]) -> None:
@@ -386,10 +396,16 @@ class AnvilApp(App[int]):
             self.runtime.agent.interrupt()
         self.run_worker(self._close_and_exit(), group="exit")
 
+    async def _start_runtime(self, runtime: Runtime) -> None:
+        """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
+        runtime.notify = lambda message: self.add_line("notice", message)
+        for notice in await runtime.start():
+            self.add_line("notice", notice)
+
     async def _close_and_exit(self) -> None:
         if self.runtime is not None:
-            with contextlib.suppress(Exception):  # background commands end; nothing may block the exit
-                await asyncio.wait_for(self.runtime.agent.ctx.close(), timeout=3)
+            with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
+                await asyncio.wait_for(self.runtime.close(), timeout=5)
             with contextlib.suppress(Exception):
                 self.runtime.session.close()
         self.exit(0)

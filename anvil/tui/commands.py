@@ -102,8 +102,7 @@ async def _swap(app: AnvilApp, runtime: Runtime) -> None:
     old = app.runtime
     if old is not None:
         runtime.agent.policy.set_mode(old.agent.policy.mode)
-        await old.agent.ctx.close()
-        old.session.close()
+        await old.close()
     app.runtime = runtime
     await app.transcript.clear()
     app.show_todos(tuple(runtime.agent.ctx.todos))
@@ -137,12 +136,7 @@ async def _model(app: AnvilApp, arg: str) -> None:
     message = await asyncio.to_thread(problem) if problem is not None else None
     runtime.settings = settings
     agent = runtime.agent
-    set_model = getattr(agent, "set_model", None)
-    if set_model is not None:
-        set_model(model)
-    else:  # until the engine has set_model: the gauge must measure against the new model's window
-        agent.model = model
-        agent.context._window = model.context_window
+    agent.set_model(model)
     app.status.update_state(model=arg)
     app.add_line("notice", f"Model switched to {arg}." + (f" {message}" if message else ""))
 
@@ -213,6 +207,18 @@ async def _resume(app: AnvilApp, arg: str) -> None:
     new = await asyncio.to_thread(open_runtime, runtime.settings, app.root, resume=session_id,
                                   model=runtime.agent.model)
     await _swap(app, new)
+
+
+@command("mcp", "/mcp", "MCP servers, their state and tools")
+async def _mcp(app: AnvilApp, arg: str) -> None:
+    mcp = app.runtime.mcp if app.runtime else None
+    if mcp is None or not mcp.servers:
+        app.add_line("notice", "No MCP servers configured. Add them under [mcp_servers.NAME] in .anvil/config.toml.")
+        return
+    for server in mcp.status():
+        tools = ", ".join(server.tools) if server.tools else "no tools"
+        error = f" — {server.error}" if server.error else ""
+        app.add_line("notice", f"{server.name} ({server.transport}): {server.state}{error}. Tools: {tools}")
 
 
 @command("theme", "/theme [name]", "list themes or switch to one")

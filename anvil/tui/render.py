@@ -10,6 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from anvil.core import events as ev
+from anvil.core.subagents import SubagentEvent
 from anvil.tui.transcript import AssistantEntry, ToolEntry, UserEntry
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ class TurnRenderer:
         self.queued: list[UserEntry] = []
         # One modal at a time: a second request waits here until the first is answered.
         self.approval_lock = asyncio.Lock()
+        self.task_call: str | None = None  # the running sub-agent's task call: its steps nest under it
 
     async def end_assistant(self, text: str | None = None) -> None:
         if self.assistant is not None:
@@ -53,6 +55,10 @@ class TurnRenderer:
             self._steering_seen()
             transcript.add(ToolEntry(event))
             status.update_state(phase=event.phase)
+            if event.name == "task":
+                self.task_call = event.call_id
+        elif isinstance(event, SubagentEvent):
+            self.subagent(event)
         elif isinstance(event, ev.ApprovalRequested):
             await self.ask(event)
         elif isinstance(event, (ev.QuestionAsked, ev.PlanProposed)):
@@ -104,10 +110,24 @@ class TurnRenderer:
             elif event.reason in {"max_iterations", "stuck"} and event.message:
                 add("error", event.message)
 
+    def subagent(self, event: SubagentEvent) -> None:
+        """A sub-agent's step, as a nested line under its task block (its usage is not the parent's)."""
+        tool = self.app.transcript.tools.get(self.task_call or "")
+        inner = event.inner
+        if tool is None:
+            return
+        if isinstance(inner, ev.ToolCallStarted):
+            tool.add_nested(inner.phase)
+            self.app.status.update_state(phase=f"Sub-agent: {inner.phase}")
+        elif isinstance(inner, ev.ToolResultEvent) and not inner.ok:
+            tool.add_nested(f"✗ {inner.name}: {inner.summary}")
+        elif isinstance(inner, ev.AssistantMessage) and inner.text.strip():
+            tool.add_nested(inner.text.strip().splitlines()[0][:160])
+
     def _steering_seen(self) -> None:
         """The model has answered again: queued messages joined the history before that call."""
         agent = self.app.runtime.agent if self.app.runtime else None
-        if self.queued and not getattr(agent, "_steering", None):
+        if self.queued and (agent is None or not agent.pending_steering):
             self.mark_queued_sent()
 
     async def ask(self, event: ev.ApprovalRequested) -> None:

@@ -107,6 +107,7 @@ class ToolEntry(Entry):
         self.output = ""
         self.diff: str | None = None
         self.expanded = False
+        self.nested: list[str] = []  # a sub-agent's steps (task calls)
         self.add_class("-running")
 
     def compose(self) -> ComposeResult:
@@ -123,9 +124,13 @@ class ToolEntry(Entry):
         if self.detail:
             parts += ["  ", (self.detail, "$text-muted")]
         limit = 0 if self.name_ in QUIET_OUTPUT else 1 if self.diff else PREVIEW_LINES
-        if self.output and self.output.count("\n") + 1 > limit:
+        if (self.output and self.output.count("\n") + 1 > limit) or (self.nested and self.status != "running"):
             parts += ["  ", ("▾ less" if self.expanded else "▸ more", "$text-muted italic")]
         return Content.assemble(*parts)
+
+    def add_nested(self, step: str) -> None:
+        self.nested.append(step)
+        self._refresh()
 
     def set_waiting(self) -> None:
         self.status = "waiting"
@@ -167,6 +172,14 @@ class ToolEntry(Entry):
         shown = lines if self.expanded else lines[:limit]
         if not self.expanded and len(lines) > limit and limit:
             shown = [*shown, f"… {len(lines) - limit} more lines"]
+        if self.nested:  # a sub-agent: its latest steps while it runs, all of them when expanded
+            steps = [f"  ↳ {step}" for step in self.nested]
+            if self.expanded:
+                shown = [*steps, *shown]
+            elif self.status == "running":
+                shown = steps[-3:]
+            else:
+                shown = [*shown, f"  ↳ {len(steps)} sub-agent steps (Enter to expand)"]
         output.update("\n".join(shown))
         output.display = bool(shown)
         if self.diff and not self.query(".diff"):

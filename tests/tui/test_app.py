@@ -469,3 +469,27 @@ async def test_a_plan_is_approved_with_y(project: Path) -> None:
         await wait_for(pilot, lambda: not app.busy)
         assert app.runtime is not None and app.runtime.agent.policy.mode != "plan"
         assert app.status.state.mode == app.runtime.agent.policy.mode
+
+
+async def test_a_subagent_shows_its_steps_nested_under_the_task(project: Path) -> None:
+    turns = [{"tool_calls": [{"name": "task", "arguments": {"description": "look around", "prompt": "List files",
+                                                             "agent_type": "explore"}}]},
+             {"tool_calls": [{"name": "list_files", "arguments": {}}]},
+             {"text": "There is a README."},
+             {"text": "The sub-agent found a README."}]
+    app = make_app(project, turns)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "explore")
+        await wait_for(pilot, lambda: not app.busy and app.transcript.query(AssistantEntry))
+        task = next(t for t in app.transcript.tools.values() if t.name_ == "task")
+        assert any("list" in step.lower() for step in task.nested)
+        assert "There is a README." in task.nested
+        assert task.status == "ok"
+
+
+async def test_mcp_command_without_servers_says_how_to_add_one(project: Path) -> None:
+    app = make_app(project, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.runtime is not None and app.started)
+        await submit(pilot, "/mcp")
+        assert any("No MCP servers configured" in text for text in lines(app, "notice"))
