@@ -45,7 +45,8 @@ from anvil.core.events import (
     ToolResultEvent,
     UsageReport,
 )
-from anvil.plain_input import KeyReader, PlainCompleter, expand_mentions
+from anvil.mentions import expand_mentions
+from anvil.plain_input import KeyReader, PlainCompleter
 from anvil.plain_render import (
     STYLE,
     answered_text,

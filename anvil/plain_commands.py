@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from anvil.export import export_markdown
 from anvil.plain_render import todos_text
 
 if TYPE_CHECKING:
@@ -316,23 +317,3 @@ async def _export(repl: PlainRepl, arg: str) -> None:
 @command("exit", "/exit", "quit anvil (Ctrl+D)")
 async def _exit(repl: PlainRepl, arg: str) -> None:
     repl.exit_requested = True
-
-
-def export_markdown(messages: list[dict[str, Any]], *, session_id: str, model: str) -> str:
-    """The whole conversation as Markdown; the system prompt is left out."""
-    out = [f"# anvil session {session_id}", "", f"Model: {model} · exported {time.strftime('%Y-%m-%d %H:%M')}", ""]
-    for message in messages:
-        role = message.get("role")
-        content = str(message.get("content") or "").rstrip()
-        if role == "user":
-            out += ["## You", "", content, ""]
-        elif role == "assistant":
-            out += ["## anvil", ""] + ([content, ""] if content else [])
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {})
-                out += [f"**{fn.get('name')}** `{fn.get('arguments', '')}`", ""]
-        elif role == "tool":
-            fence = "````" if "```" in content else "```"
-            out += [f"<details><summary>{message.get('name', 'tool')} result</summary>", "", fence, content, fence,
-                    "", "</details>", ""]
-    return "\n".join(out).rstrip() + "\n"

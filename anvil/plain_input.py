@@ -1,20 +1,16 @@
 """Input helpers for `anvil --plain`: completion of slash commands and ``@paths``, attaching mentioned files,
 and a raw key reader for the single-key answers and Ctrl+C while a turn runs.
 
-The same rules as the TUI's prompt (``anvil/tui/prompt_input.py``), kept here because the plain REPL must
-not import textual.
+The rules for ``@path`` mentions live in :mod:`anvil.mentions`, shared with the TUI.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
@@ -24,74 +20,10 @@ from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
 
-MAX_ATTACH_BYTES = 200_000
-MAX_FILES = 20_000
+from anvil.mentions import list_project_files, match_files
+
 ESCAPE_TIMEOUT = 0.05  # seconds before a lone Escape counts as the Escape key
 FILES_TTL = 5.0  # seconds a file listing is reused while completing
-MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
-SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-             "dist", "build", ".tox"}
-
-
-def list_project_files(root: Path, limit: int = MAX_FILES) -> list[str]:
-    """Project files relative to root: git's list when it is a repository (gitignore respected), else a walk."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
-                             capture_output=True, text=True, timeout=5, check=True, stdin=subprocess.DEVNULL)
-        files = [line for line in out.stdout.splitlines() if line]
-        if files:
-            return sorted(files)[:limit]
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        rel = Path(dirpath).relative_to(root)
-        for name in sorted(filenames):
-            found.append((rel / name).as_posix())
-            if len(found) >= limit:
-                return found
-    return found
-
-
-def match_files(files: Iterable[str], query: str, limit: int = 20) -> list[str]:
-    """Paths containing the query, the ones whose name starts with it first, then the shortest."""
-    q = query.lower()
-    hits = [f for f in files if q in f.lower()]
-    hits.sort(key=lambda f: (not Path(f).name.lower().startswith(q), not f.lower().startswith(q), len(f), f))
-    return hits[:limit]
-
-
-@dataclass
-class Expanded:
-    text: str
-    attached: list[str]
-    problems: list[str]
-
-
-def expand_mentions(text: str, root: Path, max_bytes: int = MAX_ATTACH_BYTES) -> Expanded:
-    """The message with the content of every ``@path`` that names a project file appended to it (capped)."""
-    attached: list[str] = []
-    problems: list[str] = []
-    blocks: list[str] = []
-    root = root.resolve()
-    for match in MENTION.finditer(text):
-        rel = match.group(1).rstrip(".,;:!?)")
-        path = (root / rel).resolve()
-        if rel in attached or not path.is_file() or not path.is_relative_to(root):
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            problems.append(f"@{rel}: {exc.strerror}")
-            continue
-        if len(data) > max_bytes or b"\0" in data[:8000]:
-            problems.append(f"@{rel} was not attached (binary or over {max_bytes // 1000} kB); "
-                            "the model can read it with read_file.")
-            continue
-        attached.append(rel)
-        blocks.append(f'<file path="{rel}">\n{data.decode("utf-8", errors="replace").rstrip()}\n</file>')
-    if not blocks:
-        return Expanded(text, [], problems)
-    return Expanded(f"{text}\n\nAttached files:\n" + "\n".join(blocks), attached, problems)
 
 
 class PlainCompleter(Completer):

@@ -22,7 +22,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.tui.prompt_input import Composer, PromptInput, expand_mentions
+from anvil.mentions import expand_mentions
+from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import configured_theme, early_theme, user_config_dir
 from anvil.tui.status import StatusBar
 from anvil.tui.todos import NARROW_WIDTH, TodoSidebar, TodoSummary

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anvil.core.events import ToolCallStarted, ToolResultEvent
+from anvil.export import export_markdown
 from anvil.tui.transcript import AssistantEntry, ToolEntry, UserEntry
 
 if TYPE_CHECKING:
@@ -245,26 +246,6 @@ async def _export(app: AnvilApp, arg: str) -> None:
 @command("exit", "/exit", "quit anvil")
 async def _exit(app: AnvilApp, arg: str) -> None:
     app.action_exit_app()
-
-
-def export_markdown(messages: list[dict[str, Any]], *, session_id: str, model: str) -> str:
-    """The whole conversation (not only what is on screen) as Markdown; the system prompt is left out."""
-    out = [f"# anvil session {session_id}", "", f"Model: {model} · exported {time.strftime('%Y-%m-%d %H:%M')}", ""]
-    for message in messages:
-        role = message.get("role")
-        content = str(message.get("content") or "").rstrip()
-        if role == "user":
-            out += ["## You", "", content, ""]
-        elif role == "assistant":
-            out += ["## anvil", ""] + ([content, ""] if content else [])
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {})
-                out += [f"**{fn.get('name')}** `{fn.get('arguments', '')}`", ""]
-        elif role == "tool":
-            fence = "````" if "```" in content else "```"
-            out += [f"<details><summary>{message.get('name', 'tool')} result</summary>", "", fence, content, fence,
-                    "", "</details>", ""]
-    return "\n".join(out).rstrip() + "\n"
 
 
 def show_history(app: AnvilApp, messages: list[dict[str, Any]]) -> None:

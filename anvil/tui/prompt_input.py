@@ -13,9 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from textual import events, on
@@ -25,12 +23,10 @@ from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
+from anvil.mentions import list_project_files, match_files
+
 HISTORY_LIMIT = 1000
-MAX_ATTACH_BYTES = 200_000
 MAX_FILES = 20_000
-MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
-SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-             "dist", "build", ".tox"}
 
 
 def history_path() -> Path:
@@ -83,71 +79,6 @@ class History:
             return None
         self.cursor += 1
         return self.draft if self.cursor == len(self.entries) else self.entries[self.cursor]
-
-
-def list_project_files(root: Path, limit: int = MAX_FILES) -> list[str]:
-    """Project files relative to root: git's list when it is a repository (gitignore respected), else a walk."""
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
-                             capture_output=True, text=True, timeout=5, check=True, stdin=subprocess.DEVNULL)
-        files = [line for line in out.stdout.splitlines() if line]
-        if files:
-            return sorted(files)[:limit]
-    except (OSError, subprocess.SubprocessError):
-        pass
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        rel = Path(dirpath).relative_to(root)
-        for name in sorted(filenames):
-            found.append((rel / name).as_posix())
-            if len(found) >= limit:
-                return found
-    return found
-
-
-def match_files(files: Sequence[str], query: str, limit: int = 10) -> list[str]:
-    """Paths containing the query, the ones whose name starts with it first, then the shortest."""
-    q = query.lower()
-    hits = [f for f in files if q in f.lower()]
-    hits.sort(key=lambda f: (not Path(f).name.lower().startswith(q), not f.lower().startswith(q), len(f), f))
-    return hits[:limit]
-
-
-@dataclass
-class Expanded:
-    text: str
-    attached: list[str]
-    problems: list[str]
-
-
-def expand_mentions(text: str, root: Path) -> Expanded:
-    """The message with the content of every ``@path`` that names a project file appended to it."""
-    attached: list[str] = []
-    problems: list[str] = []
-    blocks: list[str] = []
-    root = root.resolve()
-    for match in MENTION.finditer(text):
-        rel = match.group(1).rstrip(".,;:!?)")
-        path = (root / rel).resolve()
-        if rel in attached or not path.is_file() or not path.is_relative_to(root):
-            continue
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            problems.append(f"@{rel}: {exc.strerror}")
-            continue
-        if len(data) > MAX_ATTACH_BYTES or b"\0" in data[:8000]:
-            problems.append(f"@{rel} was not attached (binary or over {MAX_ATTACH_BYTES // 1000} kB); "
-                            "the model can read it with read_file.")
-            continue
-        attached.append(rel)
-        blocks.append(f'<file path="{rel}">\n{data.decode("utf-8", errors="replace").rstrip()}\n</file>')
-    if not blocks:
-        return Expanded(text, [], problems)
-    return Expanded(f"{text}\n\nAttached files:\n" + "\n".join(blocks), attached, problems)
 
 
 class PromptInput(TextArea):

@@ -360,7 +360,7 @@ def test_key_argument_names_what_a_call_is_about() -> None:
 
 
 def test_export_markdown_has_every_message() -> None:
-    from anvil.tui.commands import export_markdown
+    from anvil.export import export_markdown
 
     messages = [{"role": "system", "content": "secret system prompt"}, {"role": "user", "content": "hi"},
                 {"role": "assistant", "content": "", "tool_calls": [
