@@ -272,7 +272,7 @@ async def _rewind(repl: PlainRepl, arg: str) -> None:
     manager = _undo_manager(repl)
     if manager is None:
         return
-    from anvil.core.undo import rewind_choices, rewind_history
+    from anvil.core.undo import rewind_choices
 
     runtime = repl.runtime
     runtime.session.sync()
@@ -294,15 +294,12 @@ async def _rewind(repl: PlainRepl, arg: str) -> None:
     if what in {"code", "both"}:
         await _apply_undo(repl, lambda force: manager.rewind(choice.turn, force=force))
     if what != "code":
-        if choice.point is None:
+        if not runtime.agent.rewind_conversation(choice.turn):
             repl.say(f"The conversation of turn {choice.turn} was compacted away; it cannot be rewound.")
             return
-        kept = rewind_history(runtime.agent.messages[1:], choice.point.index)
-        runtime.agent.messages[1:] = kept
-        runtime.session.append({"t": "rewind", "messages": kept, "turn": choice.turn})
-        runtime.agent.context.reset()
         repl.used = None
-        repl.say(f"The conversation is back to before turn {choice.turn} ({len(kept)} messages kept).")
+        repl.say(f"The conversation is back to before turn {choice.turn} "
+                 f"({len(runtime.agent.messages) - 1} messages kept).")
 
 
 @command("export", "/export [file]", "write the conversation as Markdown into the project")

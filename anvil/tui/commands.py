@@ -232,6 +232,64 @@ async def _theme(app: AnvilApp, arg: str) -> None:
         app.add_line("notice", f"Theme: {arg}.")
 
 
+@command("undo", "/undo [!]", "restore the files the last turn changed (! overwrites changes made outside anvil)",
+         idle_only=True)
+async def _undo(app: AnvilApp, arg: str) -> None:
+    runtime = app.runtime
+    if runtime is None or runtime.undo is None:
+        app.add_line("notice", "Undo is not available: this session keeps no checkpoints.")
+        return
+    force = arg.strip() == "!"
+    report = await asyncio.to_thread(runtime.undo.undo_last, force=force)
+    _report_undo(app, report, "/undo !")
+
+
+@command("rewind", "/rewind [turn] [code|chat|both] [!]",
+         "list turns, or go back to before one (code, conversation or both)", idle_only=True)
+async def _rewind(app: AnvilApp, arg: str) -> None:
+    from anvil.core.undo import rewind_choices
+
+    runtime = app.runtime
+    if runtime is None or runtime.undo is None:
+        app.add_line("notice", "Rewind is not available: this session keeps no checkpoints.")
+        return
+    runtime.session.sync()
+    prompts = (await asyncio.to_thread(runtime.session.load)).prompts
+    choices = await asyncio.to_thread(rewind_choices, runtime.agent.messages[1:], prompts, runtime.undo)
+    words = arg.split()
+    force = "!" in words
+    words = [w for w in words if w != "!"]
+    if not words:
+        listing = "\n".join(f"  {c.summary()}" for c in choices) or "  No turns to rewind yet."
+        app.add_line("notice", f"{listing}\n/rewind N goes back to before turn N (code and conversation); add "
+                               "'code' or 'chat' for only one.")
+        return
+    what = words[1].lower() if len(words) > 1 else "both"
+    choice = next((c for c in choices if words[0].isdigit() and c.turn == int(words[0])), None)
+    if choice is None or what not in {"code", "chat", "conversation", "both"}:
+        app.add_line("notice", "Usage: /rewind N [code|chat|both], N a turn that /rewind lists.")
+        return
+    if what in {"code", "both"}:
+        report = await asyncio.to_thread(runtime.undo.rewind, choice.turn, force=force)
+        if not _report_undo(app, report, f"/rewind {choice.turn} {what} !"):
+            return
+    if what != "code":
+        if runtime.agent.rewind_conversation(choice.turn):
+            app.status.update_state(used=0)
+            app.add_line("notice", f"The conversation is back to before turn {choice.turn}.")
+        else:
+            app.add_line("notice", f"The conversation of turn {choice.turn} was compacted away; it cannot be rewound.")
+
+
+def _report_undo(app: AnvilApp, report: Any, force_command: str) -> bool:
+    """Say what an undo did; when it stopped on changes made outside anvil, say how to overwrite them."""
+    app.add_line("notice", report.summary())
+    if report.conflicts and not report.applied:
+        app.add_line("notice", f"Nothing was changed. To overwrite those files with anvil's originals: {force_command}")
+        return False
+    return True
+
+
 @command("export", "/export", "write the conversation as Markdown into the project")
 async def _export(app: AnvilApp, arg: str) -> None:
     runtime = _runtime(app)

@@ -493,3 +493,24 @@ async def test_mcp_command_without_servers_says_how_to_add_one(project: Path) ->
         await wait_for(pilot, lambda: app.runtime is not None and app.started)
         await submit(pilot, "/mcp")
         assert any("No MCP servers configured" in text for text in lines(app, "notice"))
+
+
+async def test_undo_and_rewind_in_the_app(project: Path) -> None:
+    (project / "app.py").write_text("x = 1\n")
+    edit = {"name": "edit_file", "arguments": {"path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}}
+    app = make_app(project, [{"tool_calls": [{"name": "read_file", "arguments": {"path": "app.py"}}]},
+                             {"tool_calls": [edit]}, {"text": "Changed."}])
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "change x")
+        await wait_for(pilot, lambda: not app.busy and (project / "app.py").read_text() == "x = 2\n")
+        (project / "app.py").write_text("x = 3\n")  # the person edits the file outside anvil
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: any("/undo !" in text for text in lines(app, "notice")))
+        assert (project / "app.py").read_text() == "x = 3\n"  # nothing overwritten without asking
+        await submit(pilot, "/undo !")
+        await wait_for(pilot, lambda: (project / "app.py").read_text() == "x = 1\n")
+        await submit(pilot, "/rewind")
+        await wait_for(pilot, lambda: any("/rewind N goes back" in text for text in lines(app, "notice")))
+        await submit(pilot, "/rewind 1 chat")
+        await wait_for(pilot, lambda: any("back to before turn 1" in text for text in lines(app, "notice")))
+        assert app.runtime is not None and len(app.runtime.agent.messages) == 1
