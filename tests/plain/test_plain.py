@@ -324,8 +324,6 @@ async def test_mode_cost_todos_clear_and_export(make_repl: Any, project: Path) -
 
 
 async def test_undo_restores_the_files_of_the_last_turn(make_repl: Any, project: Path) -> None:
-    if importlib.util.find_spec("anvil.core.undo") is None:
-        pytest.skip("anvil.core.undo has not landed yet")
     write = {"name": "write_file", "arguments": {"path": "notes/new.txt", "content": "draft\n"}}
     repl = make_repl([{"tool_calls": [write]}, {"text": "written"}])
     await repl.prompt("write a note")
@@ -342,8 +340,6 @@ async def test_undo_restores_the_files_of_the_last_turn(make_repl: Any, project:
 
 
 async def test_undo_asks_before_overwriting_outside_changes(make_repl: Any, project: Path) -> None:
-    if importlib.util.find_spec("anvil.core.undo") is None:
-        pytest.skip("anvil.core.undo has not landed yet")
     write = {"name": "write_file", "arguments": {"path": "new.txt", "content": "draft\n"}}
     repl = make_repl([{"tool_calls": [write]}, {"text": "written"}])
     await repl.prompt("write a note")
@@ -400,8 +396,6 @@ async def test_a_plan_is_edited_in_the_editor_then_approved(make_repl: Any, monk
 
 
 async def test_ask_user_tool(make_repl: Any) -> None:
-    if importlib.util.find_spec("anvil.core.tools.interaction") is None:
-        pytest.skip("anvil.core.tools.interaction (ask_user) has not landed yet; AskTool covers ctx.ask meanwhile")
     module = importlib.import_module("anvil.core.tools.interaction")
     tool = next(v() for v in vars(module).values()
                 if isinstance(v, type) and issubclass(v, Tool) and getattr(v, "name", "") == "ask_user")
@@ -491,8 +485,6 @@ async def test_sub_agent_tool_calls_are_shown_nested(make_repl: Any) -> None:
 
 async def test_compact_runs_the_engines_compaction(make_repl: Any) -> None:
     repl = make_repl([{"text": "hello " * 50}, {"text": "The person said hi; anvil greeted them."}])
-    if getattr(repl.runtime.agent, "compact", None) is None:
-        pytest.skip("Agent.compact has not landed")
     await repl.prompt("hi")
     await repl.wait("hello hello")
     await repl.prompt("/compact keep the greeting")

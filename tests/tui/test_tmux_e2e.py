@@ -76,10 +76,6 @@ def scripted_server(tmp_path: Path) -> Iterator[str]:
 
 def test_type_approve_see_the_file_and_exit(tmp_path: Path, project: Path, scripted_server: str,
                                             isolated_env: Path) -> None:
-    from anvil.core.tools import default_tools
-
-    if default_tools().get("run_command") is None:
-        pytest.skip("run_command is not registered in default_tools() yet")
     status_file = tmp_path / "exit-status"
     command = " ".join(shlex.quote(part) for part in
                        anvil_command("--model", "openai/scripted", "--api-base", scripted_server))
