@@ -19,31 +19,11 @@ from anvil.core.tools.files import (
 )
 
 
-class RecordingStore:
-    """A checkpoint store that remembers each call and what the file held on disk at that moment."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Path, bytes | None, bytes | None]] = []
-
-    def record(self, path: Path, original: bytes | None) -> None:
-        self.calls.append((path, original, path.read_bytes() if path.exists() else None))
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     return root
-
-
-@pytest.fixture
-def store() -> RecordingStore:
-    return RecordingStore()
-
-
-@pytest.fixture
-def ctx(project: Path, tmp_path: Path, store: RecordingStore) -> ToolContext:
-    return ToolContext(root=project, data_dir=tmp_path / "data", checkpoints=store)
 
 
 async def read(ctx: ToolContext, path: str, **kwargs: int) -> str:
