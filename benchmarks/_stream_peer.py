@@ -1,0 +1,107 @@
+"""The two ends of a paced stream, for bench_stream.py (not a benchmark itself).
+
+``serve TURNS.json TIMINGS.jsonl``: the project's scripted OpenAI-compatible server
+(tests/support/openai_server.py), with its text chunks paced by the clock instead of a fixed sleep:
+a turn's ``rate`` (chunks a second; with 4-character chunks one chunk is about one token) schedules chunk
+``i`` at ``start + i / rate``, so per-chunk overhead cannot slow the source below its nominal rate, and a
+late chunk is sent as soon as it can be. For every streamed turn it appends one JSON line to TIMINGS:
+``first`` and ``last`` (time.monotonic() when the first and last text chunks were written; CLOCK_MONOTONIC
+is system-wide on Linux, so the benchmark can compare it with its own clock) and ``chunks``.
+Prints its URL on the first line, like the original.
+
+``client URL``: the reference consumer: streams one completion from URL with the standard library and
+prints each text delta as it arrives (no Markdown, no layout): what the terminal and tmux cost alone.
+
+``litellm URL``: the same through litellm's streaming (anvil's ``load_litellm()``, ``acompletion``), printing
+each delta: what litellm's per-chunk processing adds before any UI is involved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support import openai_server  # the repository root is put on sys.path just above
+
+_original_chunks = openai_server._stream_chunks
+_timings_lock = threading.Lock()
+
+
+def _paced_chunks(timings: Path) -> Any:
+    def chunks(turn: dict[str, Any], request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        rate = float(turn.get("rate") or 0)
+        start = time.monotonic()
+        first = last = 0.0
+        count = 0
+        for chunk in _original_chunks(turn, request):
+            choices = chunk.get("choices") or [{}]
+            is_text = bool(choices[0].get("delta", {}).get("content"))
+            if is_text and rate:
+                wait = start + count / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+            yield chunk  # the server writes and flushes it before asking for the next one
+            if is_text:
+                last = time.monotonic()
+                first = first or last
+                count += 1
+        with _timings_lock, timings.open("a") as file:
+            file.write(json.dumps({"first": first, "last": last, "chunks": count}) + "\n")
+
+    return chunks
+
+
+def serve(turns_path: Path, timings: Path) -> None:
+    openai_server._stream_chunks = _paced_chunks(timings)
+    server = openai_server.ScriptedOpenAIServer(json.loads(turns_path.read_text()))
+    print(server.url, flush=True)
+    server._httpd.serve_forever()
+
+
+def client(url: str) -> None:
+    body = json.dumps({"model": "scripted", "stream": True,
+                       "messages": [{"role": "user", "content": "stream"}]}).encode()
+    request = urllib.request.Request(f"{url}/chat/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        for raw in response:
+            line = raw.decode().strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            choices = json.loads(line[6:]).get("choices") or [{}]
+            text = choices[0].get("delta", {}).get("content")
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+    time.sleep(3600)  # keep the text on screen until the benchmark kills the session
+
+
+async def litellm_client(url: str) -> None:
+    from anvil.core.model import load_litellm
+
+    litellm = load_litellm()
+    response = await litellm.acompletion(model="openai/scripted", api_base=url, api_key="sk-local-bench",
+                                         stream=True, messages=[{"role": "user", "content": "stream"}])
+    async for chunk in response:
+        text = chunk.choices[0].delta.content if chunk.choices else None
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    await asyncio.sleep(3600)  # keep the text on screen until the benchmark kills the session
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "litellm":
+        asyncio.run(litellm_client(sys.argv[2]))
+    else:
+        client(sys.argv[2])
