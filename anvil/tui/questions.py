@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Input, Markdown, Static
+from textual.widgets import Input, Markdown, Static, TextArea
 
 from anvil.core.events import PlanDecision, PlanProposed, QuestionAsked
 
@@ -72,14 +72,18 @@ class PlanScreen(ModalScreen[PlanDecision]):
     DEFAULT_CSS = f"PlanScreen {{{DIALOG_CSS}}}"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "approve", "Approve"),
+        Binding("e", "edit", "Edit the plan"),
         Binding("n", "reject", "Reject with feedback"),
+        Binding("ctrl+s", "save", "Approve the edited plan", show=False),
         Binding("escape", "back", "Back / reject"),
     ]
+    HINT = "y approve and start · e edit · n reject with feedback · Esc reject"
 
     def __init__(self, request: PlanProposed) -> None:
         super().__init__()
         self.request = request
         self.rejecting = False
+        self.editing = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog") as dialog:
@@ -89,14 +93,31 @@ class PlanScreen(ModalScreen[PlanDecision]):
             feedback = Input(placeholder="What should change?", id="feedback")
             feedback.display = False
             yield feedback
-            yield Static("y approve and start · n reject with feedback · Esc reject", classes="hint", id="hint")
+            editor = TextArea(self.request.plan, id="editor", soft_wrap=True)
+            editor.display = False
+            yield editor
+            yield Static(self.HINT, classes="hint", id="hint")
 
     def on_mount(self) -> None:
         self.query_one("#body").focus()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # While feedback is typed, y and n are letters, not answers.
-        return not (self.rejecting and action in {"approve", "reject"})
+        # While feedback or the plan is typed, y, e and n are letters, not answers.
+        if action == "save":
+            return self.editing
+        return not ((self.rejecting or self.editing) and action in {"approve", "reject", "edit"})
+
+    def action_edit(self) -> None:
+        self.editing = True
+        self.query_one("#body").display = False
+        editor = self.query_one("#editor", TextArea)
+        editor.display = True
+        editor.focus()
+        self.query_one("#hint", Static).update("Ctrl+S approves the plan as edited · Esc back")
+
+    def action_save(self) -> None:
+        edited = self.query_one("#editor", TextArea).text.strip()
+        self.dismiss(PlanDecision(True, edited or self.request.plan))
 
     def action_approve(self) -> None:
         self.dismiss(PlanDecision(True, self.request.plan))
@@ -108,11 +129,17 @@ class PlanScreen(ModalScreen[PlanDecision]):
         self.query_one("#hint", Static).update("Enter sends the feedback · Esc back")
 
     def action_back(self) -> None:
-        if self.rejecting:
+        if self.editing:
+            self.editing = False
+            self.query_one("#editor").display = False
+            self.query_one("#body").display = True
+            self.query_one("#body").focus()
+            self.query_one("#hint", Static).update(self.HINT)
+        elif self.rejecting:
             self.rejecting = False
             self.query_one("#feedback").display = False
             self.query_one("#body").focus()
-            self.query_one("#hint", Static).update("y approve and start · n reject with feedback · Esc reject")
+            self.query_one("#hint", Static).update(self.HINT)
         else:
             self.dismiss(PlanDecision(False, feedback=""))
 

@@ -514,3 +514,22 @@ async def test_undo_and_rewind_in_the_app(project: Path) -> None:
         await submit(pilot, "/rewind 1 chat")
         await wait_for(pilot, lambda: any("back to before turn 1" in text for text in lines(app, "notice")))
         assert app.runtime is not None and len(app.runtime.agent.messages) == 1
+
+
+async def test_a_plan_is_edited_in_the_app_then_approved(project: Path) -> None:
+    from anvil.tui.questions import PlanScreen
+
+    plan = {"name": "exit_plan_mode", "arguments": {"plan": "1. Read the code"}}
+    app = make_app(project, [{"tool_calls": [plan]}, {"text": "Starting."}])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.started)
+        await submit(pilot, "/mode plan")
+        await submit(pilot, "plan the fix")
+        await wait_for(pilot, lambda: isinstance(app.screen, PlanScreen))
+        await pilot.press("e")
+        await pilot.press("end", "enter", *"2. Test it")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: not app.busy)
+        assert app.runtime is not None
+        result = next(m for m in app.runtime.agent.messages if m.get("role") == "tool")["content"]
+        assert "approved with edits" in result and "2. Test it" in result and "1. Read the code" in result
