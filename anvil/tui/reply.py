@@ -2,12 +2,17 @@
 
 Fragments reach the Markdown widget at most once a frame, not once a token: every update costs a layout
 of the screen, so a 500 token/s stream handed over token by token would spend the loop laying out instead
-of reading the stream. (Splitting a long reply into several Markdown widgets was measured and made it
-slower: Textual's reflow visits every widget either way, and more widgets cost more.)
+of reading the stream.
+
+The live Markdown stays small: once it holds more than :data:`LIVE_BLOCKS` blocks, the settled ones (all but
+the last, which may still grow) are captured into one :class:`FrozenMarkdown` and the live widget restarts
+with the tail. A finished reply is frozen whole. Every frame then lays out a handful of widgets per reply
+instead of hundreds (benchmarks/README.md has the figures). Width and theme changes re-render from the text.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -15,13 +20,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 
 from anvil.tui.entry import Entry
+from anvil.tui.frozen import FrozenMarkdown, capture
 
 if TYPE_CHECKING:
     # The Markdown widget pulls in markdown-it: imported when the first reply arrives, not before the first paint.
     from textual.timer import Timer
+    from textual.widgets import Markdown
     from textual.widgets._markdown import MarkdownStream
 
 FLUSH_INTERVAL = 1 / 30  # seconds between Markdown updates while a reply streams
+#: Blocks the live Markdown may hold before the settled ones are frozen. Small enough that a frame stays
+#: cheap, large enough that freezing (one capture and a fresh widget for the tail) stays rare.
+LIVE_BLOCKS = 8
+#: A capture needs the screen's layout of the blocks; if the layout lags behind, try again after a refresh.
+CAPTURE_RETRIES = 5
 
 
 class AssistantEntry(Entry):
@@ -33,15 +45,31 @@ class AssistantEntry(Entry):
     def __init__(self, text: str = "") -> None:
         super().__init__()
         self.text = text
+        self._finished = bool(text)  # a reply given whole (a resumed session) never streams
+        self._frozen = FrozenMarkdown()
+        self._live: Markdown | None = None
         self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
         self._last_flush = 0.0
         self._flush_timer: Timer | None = None
+        # Writes, freezes and the finish take turns: each swaps or feeds the live widget.
+        self._lock = asyncio.Lock()
+        self._freeze_due = False
+        self._capture_attempts = 0
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Markdown
 
-        yield Markdown(self.text or None)
+        self._live = Markdown(self.text or None)
+        yield self._frozen
+        yield self._live
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", self._restyle, init=False)
+        if self._finished:
+            self._schedule_freeze()
+
+    # -- streaming ------------------------------------------------------------------------------------
 
     async def write(self, delta: str) -> None:
         self.text += delta
@@ -52,6 +80,10 @@ class AssistantEntry(Entry):
             self._flush_timer = self.set_timer(FLUSH_INTERVAL, self._flush)
 
     async def _flush(self) -> None:
+        async with self._lock:
+            await self._flush_locked()
+
+    async def _flush_locked(self) -> None:
         from textual.widgets import Markdown
 
         if self._flush_timer is not None:
@@ -60,32 +92,135 @@ class AssistantEntry(Entry):
         chunk = "".join(self._pending)
         self._pending.clear()
         self._last_flush = time.monotonic()
-        if not chunk:
+        if not chunk or self._live is None:
             return
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(Markdown))
+            self._stream = Markdown.get_stream(self._live)
         await self._stream.write(chunk)
+        # Counted before this chunk is parsed in: the check lags a frame, which is harmless.
+        if len(self._live.children) > LIVE_BLOCKS:
+            self._schedule_freeze()
 
     async def finish(self, text: str | None = None) -> None:
         """End the stream; ``text`` (the complete message) replaces what streamed if they differ."""
-        await self._flush()
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
-        if text is not None and text != self.text:
-            from textual.widgets import Markdown
+        async with self._lock:
+            await self._flush_locked()
+            await self._stop_stream()
+            self._finished = True
+            if text is not None and text != self.text:
+                self.text = text
+                await self._render_afresh()
+        self._schedule_freeze()
 
-            self.text = text
-            await self.query_one(Markdown).update(text)
+    async def _stop_stream(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()  # appends whatever it still held
+            # stop() cancels the stream's task while its last append may still run (under asyncio.shield);
+            # that append holds the widget's lock until its blocks are mounted.
+            async with stream.markdown_widget.lock:
+                pass
+
+    # -- freezing ---------------------------------------------------------------------------------------
+
+    def _schedule_freeze(self) -> None:
+        if not self._freeze_due:
+            self._freeze_due = True
+            self.call_after_refresh(self._freeze)
+
+    async def _freeze(self) -> None:
+        """Capture the settled blocks (all of them once finished) and restart the live widget after them."""
+        from textual.widgets._markdown import MarkdownBlock
+
+        self._freeze_due = False
+        async with self._lock:
+            live = self._live
+            if live is None or not self.is_attached or live.outer_size.width == 0:
+                return  # not on screen (yet): a later write, resize or refresh brings it back here
+            await self._stop_stream()
+            blocks = [child for child in live.children if isinstance(child, MarkdownBlock)]
+            # The last block of a streaming reply may still grow; a finished reply freezes whole.
+            captured = capture(live, blocks, len(blocks) if self._finished else len(blocks) - 1)
+            if captured.blocks == 0 and blocks:
+                self._retry_freeze()
+                return
+            lines = live.source.splitlines(keepends=True)
+            cut = blocks[captured.blocks].source_range[0] if captured.blocks < len(blocks) else len(lines)
+            with self.app.batch_update():
+                self._frozen.add("".join(lines[:cut]), captured)
+                await self._replace_live("".join(lines[cut:]))
+            if self._finished and self._live is not None:
+                self._retry_freeze()  # the last blocks were not laid out yet
+            else:
+                self._capture_attempts = 0
+        if self._pending:
+            await self._flush()
+
+    def _retry_freeze(self) -> None:
+        self._capture_attempts += 1
+        if self._capture_attempts <= CAPTURE_RETRIES:
+            self._schedule_freeze()
+
+    async def _replace_live(self, tail: str) -> None:
+        """A fresh live Markdown holding ``tail``; none once a finished reply is frozen whole."""
+        from textual.widgets import Markdown
+
+        old, self._live = self._live, None
+        if tail or not self._finished:
+            self._live = Markdown()
+            await self.mount(self._live, after=self._frozen)
+            if tail:
+                # append(), not Markdown(tail): append keeps the parse state a later append continues from.
+                await self._live.append(tail)
+        if old is not None:
+            await old.remove()
+
+    async def _render_afresh(self) -> None:
+        """Back to one live Markdown of the whole text; freezing then starts over (width or theme changed)."""
+        await self._stop_stream()
+        shown = self.text[: len(self.text) - self._pending_length]  # the pending rest arrives with the next flush
+        with self.app.batch_update():
+            self._frozen.clear()
+            await self._replace_live(shown)
+        self._capture_attempts = 0
+
+    @property
+    def _pending_length(self) -> int:
+        return sum(len(part) for part in self._pending)
+
+    def on_frozen_markdown_stale(self, event: FrozenMarkdown.Stale) -> None:
+        event.stop()
+        self.run_worker(self._rerender(), group=f"rerender-{id(self)}", exclusive=True, exit_on_error=False)
+
+    def _restyle(self) -> None:
+        if self._frozen.line_count:
+            self.run_worker(self._rerender(), group=f"rerender-{id(self)}", exclusive=True, exit_on_error=False)
+
+    async def _rerender(self) -> None:
+        async with self._lock:
+            await self._render_afresh()
+        self._schedule_freeze()
+
+    # -- reading and copying -----------------------------------------------------------------------------
 
     @property
     def plain_text(self) -> str:
         return self.text
 
+    @property
+    def rendered_source(self) -> str:
+        """The Markdown on screen: the frozen part, then the live tail."""
+        return self._frozen.source + (self._live.source if self._live is not None else "")
+
+    @property
+    def frozen(self) -> FrozenMarkdown:
+        return self._frozen
+
     def code_blocks(self) -> list[str]:
         from textual.widgets._markdown import MarkdownFence
 
-        return [fence.code for fence in self.query(MarkdownFence)]
+        live = [fence.code for fence in self._live.query(MarkdownFence)] if self._live is not None else []
+        return self._frozen.code_blocks + live
 
     def action_copy_code(self) -> None:
         blocks = self.code_blocks()
@@ -98,10 +233,15 @@ class AssistantEntry(Entry):
     def on_click(self, event: Any) -> None:
         from textual.widgets._markdown import MarkdownFence
 
+        code: str | None = None
+        if getattr(event, "widget", None) is self._frozen:
+            offset = event.get_content_offset(self._frozen)
+            code = self._frozen.code_at(offset.y) if offset is not None else None
         node = getattr(event, "widget", None)
-        while node is not None and node is not self:
+        while code is None and node is not None and node is not self:
             if isinstance(node, MarkdownFence):
-                self.app.copy_to_clipboard(node.code)
-                self.app.notify("Copied the code block.", timeout=2)
-                return
+                code = node.code
             node = node.parent
+        if code is not None:
+            self.app.copy_to_clipboard(code)
+            self.app.notify("Copied the code block.", timeout=2)

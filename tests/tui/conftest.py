@@ -43,6 +43,11 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], object], timeout: 
         await pilot.pause(0.02)
 
 
+def screen_text(app: AnvilApp) -> str:
+    """What the terminal would show now, as text: the screen composed the way Textual draws it."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
 async def submit(pilot: Pilot[Any], text: str) -> None:
     app = pilot.app
     assert isinstance(app, AnvilApp)

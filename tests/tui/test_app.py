@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import Markdown
-
 from anvil.core.approval import ApprovalPolicy, Verdict
 from anvil.core.events import ToolCallStarted
 from anvil.core.tools.base import Tool, ToolContext
@@ -16,7 +14,7 @@ from anvil.tui.approval import ApprovalScreen
 from anvil.tui.diff_view import DiffView
 from anvil.tui.todos import TodoSidebar
 from anvil.tui.transcript import AssistantEntry, LineEntry, ToolEntry, UserEntry
-from tests.tui.conftest import make_app, submit, wait_for
+from tests.tui.conftest import make_app, screen_text, submit, wait_for
 
 SIZE = (120, 40)
 
@@ -43,7 +41,8 @@ async def test_a_prompt_streams_an_answer_as_markdown(project: Path) -> None:
         assert isinstance(user, UserEntry) and user.text == "say hello"
         assert isinstance(answer, AssistantEntry)
         assert answer.text == "Hello, **world**. Here is `code`."
-        assert answer.query_one(Markdown).source == answer.text
+        await wait_for(pilot, lambda: answer.rendered_source == answer.text)
+        assert "Hello, world. Here is code." in screen_text(app)
         assert app.prompt.text == ""  # sent, so the input is empty again
 
 
@@ -383,10 +382,13 @@ async def test_c_copies_a_message_and_a_click_copies_a_code_block(project: Path)
         entry.focus()
         await pilot.press("c")
         assert app.clipboard == answer
-        from textual.widgets._markdown import MarkdownFence
-
-        await wait_for(pilot, lambda: entry.query(MarkdownFence))
-        await pilot.click(entry.query_one(MarkdownFence))
+        # A finished reply is drawn from captured lines: the click finds the code block by its line.
+        await wait_for(pilot, lambda: entry.frozen.code_blocks)
+        first_code_line = next(y for y in range(entry.frozen.line_count) if entry.frozen.code_at(y))
+        app.copy_to_clipboard("")
+        await pilot.click(entry.frozen, offset=(6, first_code_line))
+        assert app.clipboard == "print('hi')"
+        await pilot.press("C")
         assert app.clipboard == "print('hi')"
 
 
