@@ -13,10 +13,12 @@ instead of hundreds (benchmarks/README.md has the figures). Width and theme chan
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
+from weakref import WeakKeyDictionary
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 
 from anvil.tui.entry import Entry
@@ -34,6 +36,17 @@ FLUSH_INTERVAL = 1 / 30  # seconds between Markdown updates while a reply stream
 LIVE_BLOCKS = 8
 #: A capture needs the screen's layout of the blocks; if the layout lags behind, try again after a refresh.
 CAPTURE_RETRIES = 5
+#: Replies off screen wait this long (seconds) before rendering again, so those on screen go first.
+OFF_SCREEN_DELAY = 0.05
+#: The longest one reply holds the turn to render again (seconds), should its capture never complete.
+RERENDER_TURN_LIMIT = 1.0
+
+_render_turns: WeakKeyDictionary[App[Any], asyncio.Lock] = WeakKeyDictionary()
+
+
+def _render_turn(app: App[Any]) -> asyncio.Lock:
+    """One lock per app (an asyncio lock belongs to one event loop, and tests run many apps)."""
+    return _render_turns.setdefault(app, asyncio.Lock())
 
 
 class AssistantEntry(Entry):
@@ -56,6 +69,8 @@ class AssistantEntry(Entry):
         self._lock = asyncio.Lock()
         self._freeze_due = False
         self._capture_attempts = 0
+        self._rerender_due = False
+        self._frozen_whole = asyncio.Event()  # set once a finished reply is all captured lines
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Markdown
@@ -153,6 +168,8 @@ class AssistantEntry(Entry):
                 self._retry_freeze()  # the last blocks were not laid out yet
             else:
                 self._capture_attempts = 0
+            if self._live is None:
+                self._frozen_whole.set()
         if self._pending:
             await self._flush()
 
@@ -160,6 +177,8 @@ class AssistantEntry(Entry):
         self._capture_attempts += 1
         if self._capture_attempts <= CAPTURE_RETRIES:
             self._schedule_freeze()
+        else:
+            self._frozen_whole.set()  # it stays live Markdown: correct, only slower to draw
 
     async def _replace_live(self, tail: str) -> None:
         """A fresh live Markdown holding ``tail``; none once a finished reply is frozen whole."""
@@ -190,16 +209,34 @@ class AssistantEntry(Entry):
 
     def on_frozen_markdown_stale(self, event: FrozenMarkdown.Stale) -> None:
         event.stop()
-        self.run_worker(self._rerender(), group=f"rerender-{id(self)}", exclusive=True, exit_on_error=False)
+        self._request_rerender()
 
     def _restyle(self) -> None:
         if self._frozen.line_count:
-            self.run_worker(self._rerender(), group=f"rerender-{id(self)}", exclusive=True, exit_on_error=False)
+            self._request_rerender()
+
+    def _request_rerender(self) -> None:
+        if not self._rerender_due:
+            self._rerender_due = True
+            self.run_worker(self._rerender(), exit_on_error=False)
 
     async def _rerender(self) -> None:
-        async with self._lock:
-            await self._render_afresh()
-        self._schedule_freeze()
+        """Render again from the text, one reply at a time, those on screen first.
+
+        A resize re-renders every reply in the transcript; taking turns keeps the app answering keys
+        between them, and the person sees the visible ones right first.
+        """
+        if not self.screen.region.overlaps(self.region):
+            await asyncio.sleep(OFF_SCREEN_DELAY)
+        async with _render_turn(self.app):
+            self._rerender_due = False
+            self._frozen_whole.clear()
+            async with self._lock:
+                await self._render_afresh()
+            self._schedule_freeze()
+            if self._finished:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._frozen_whole.wait(), RERENDER_TURN_LIMIT)
 
     # -- reading and copying -----------------------------------------------------------------------------
 
