@@ -6,9 +6,10 @@ the model has not seen yet are never stubbed (at most cut to the budget).
 
 Tier 2 (when tier 1 is not enough, or asked for) has the model write a snapshot of the older part of the
 conversation, with no tools offered. The history becomes: system prompt (which carries project memory)
-+ snapshot + the most recent exchanges within a budget, cut only where no tool call is separated from its
-results. The snapshot's person messages, changed files and todos are written by anvil, not the model
-(see ``snapshot.py``). A history too long for one summary request is summarised in parts, then merged.
++ snapshot + the most recent exchanges within a budget (when asked for, at most half of the conversation, so
+a young one is summarised too), cut only where no tool call is separated from its results. The snapshot's
+person messages, changed files and todos are written by anvil, not the model (see ``snapshot.py``). A
+history too long for one summary request is summarised in parts, then merged.
 
 Budgets are shares of the usable window, so the same rules hold for an 8k local model and a 1M one.
 """
@@ -144,8 +145,13 @@ class Compactor:
             return Outcome(stubbed, 1 if changed else 0, True, "", after)
 
         body = stubbed[1:]
-        cut = self._recent_cut(body, [known.get(id(m)) or self.meter.counter.count_message(m) for m in body],
-                               int(usable * RECENT_SHARE))
+        body_tokens = [known.get(id(m)) or self.meter.counter.count_message(m) for m in body]
+        recent_budget = int(usable * RECENT_SHARE)
+        if force_summary:
+            # Asked for (/compact, or an overflow): the recent share of a big window can hold a whole young
+            # conversation, which would leave nothing to summarise. Keep at most half of it verbatim instead.
+            recent_budget = min(recent_budget, sum(body_tokens) // 2)
+        cut = self._recent_cut(body, body_tokens, recent_budget)
         older, recent = body[:cut], body[cut:]
         if not older or (len(older) == 1 and is_snapshot(older[0])):
             fits = after <= trigger

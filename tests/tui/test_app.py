@@ -428,7 +428,8 @@ async def test_the_demo_plays_through(project: Path, monkeypatch: Any) -> None:
         assert app.transcript.query(DiffView)
         assert all(t.status == "completed" for t in app.query_one(TodoSidebar).todos)
         compaction = lines(app, "compaction")
-        assert compaction and compaction[-1].startswith("Compacted:")
+        # a real compaction, not "nothing older to summarise yet" (tests/tui/test_demo.py pins it on any machine)
+        assert compaction and compaction[-1].startswith("Compacted:") and "summarised" in compaction[-1]
         state = app.status.state
         assert 0.3 < state.used / state.window < 0.85  # the gauge rose, and stayed below automatic compaction
 
