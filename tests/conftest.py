@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +44,33 @@ def project(tmp_path: Path) -> Path:
 def server() -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer() as srv:
         yield srv
+
+
+#: Starts the scripted server in its own process: ``start(turns, chunk_delay=0.0)`` returns its URL.
+StartServer = Callable[..., str]
+
+
+@pytest.fixture
+def scripted_server(tmp_path: Path) -> Iterator[StartServer]:
+    """The scripted OpenAI-compatible server as a separate process, for tests that run anvil in a terminal.
+
+    ``chunk_delay`` (seconds between streamed chunks) slows a long answer down enough to interrupt it.
+    """
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(turns: list[dict[str, Any]], chunk_delay: float = 0.0) -> str:
+        script = tmp_path / f"turns-{len(procs)}.json"
+        script.write_text(json.dumps(turns))
+        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "openai_server.py"), str(script),
+                                 str(chunk_delay)], stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        assert proc.stdout is not None
+        return proc.stdout.readline().strip()  # the server prints its URL once it listens
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def anvil_command(*args: str) -> list[str]:

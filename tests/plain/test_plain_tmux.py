@@ -7,19 +7,14 @@ runs); and quits with Ctrl+D. The shell records the exit status. Skipped only wh
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
-import subprocess
-import sys
-import time
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, anvil_command
+from tests.conftest import StartServer
+from tests.support.tmux import Pane, anvil_shell
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -33,60 +28,15 @@ TURNS = [
 ]
 
 
-class Tmux:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def send(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
-
-    def type(self, text: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, "-l", text], check=True)
-
-    def screen(self) -> str:
-        # -S -200: the scrollback too, since the plain REPL prints into it
-        out = subprocess.run(["tmux", "capture-pane", "-p", "-S", "-200", "-t", self.name], capture_output=True,
-                             text=True)
-        return out.stdout
-
-    def wait(self, condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}; the screen shows:\n{self.screen()}")
-
-    def wait_text(self, text: str, timeout: float = 60.0) -> None:
-        self.wait(lambda: text in self.screen(), repr(text), timeout)
-
-
-@pytest.fixture
-def scripted_server(tmp_path: Path) -> Iterator[str]:
-    script = tmp_path / "turns.json"
-    script.write_text(json.dumps(TURNS))
-    # 10 ms between chunks: the long answer streams for a few seconds, long enough to interrupt it
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "openai_server.py"), str(script),
-                             "0.01"], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-def test_plain_repl_in_a_real_terminal(tmp_path: Path, project: Path, scripted_server: str,
+def test_plain_repl_in_a_real_terminal(tmp_path: Path, project: Path, scripted_server: StartServer,
                                        isolated_env: Path) -> None:
     status_file = tmp_path / "exit-status"
-    command = " ".join(shlex.quote(part) for part in
-                       anvil_command("--plain", "--model", "openai/scripted", "--api-base", scripted_server))
-    env = (f"XDG_CONFIG_HOME={shlex.quote(str(isolated_env / 'config'))} "
-           f"XDG_DATA_HOME={shlex.quote(str(isolated_env / 'data'))} PYTHONPATH={shlex.quote(str(REPO))}")
-    shell = (f"cd {shlex.quote(str(project))} && env {env} {command}; "
-             f"echo EXIT=$? > {shlex.quote(str(status_file))}; sleep 60")
-    tmux = Tmux(f"anvil-plain-{uuid.uuid4().hex[:8]}")
-    subprocess.run(["tmux", "new-session", "-d", "-s", tmux.name, "-x", "120", "-y", "40", shell], check=True)
-    try:
+    # 10 ms between chunks: the long answer streams for a few seconds, long enough to interrupt it
+    url = scripted_server(TURNS, chunk_delay=0.01)
+    anvil = anvil_shell(project, isolated_env, "--plain", "--model", "openai/scripted", "--api-base", url)
+    shell = f"{anvil}; echo EXIT=$? > {shlex.quote(str(status_file))}; sleep 60"
+    # the plain REPL prints into the terminal's scrollback: read 200 lines of it too
+    with Pane("anvil-plain", shell, scrollback=200) as tmux:
         tmux.wait_text("mode: ask")  # the bottom toolbar: the prompt is up
         tmux.type("please create the file")
         tmux.send("Enter")
@@ -119,5 +69,3 @@ def test_plain_repl_in_a_real_terminal(tmp_path: Path, project: Path, scripted_s
         assert status_file.read_text().strip() == "EXIT=0"
         history = isolated_env / "data" / "anvil" / "plain_history"
         assert "please create the file" in history.read_text()
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", tmux.name], capture_output=True)
