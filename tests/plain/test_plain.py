@@ -23,6 +23,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from anvil.config import Settings, data_dir
+from anvil.core.context import REPLY_RESERVE_FRACTION
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanProposed, QuestionAsked
 from anvil.core.scripted import ScriptedModel
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
@@ -510,3 +511,30 @@ async def test_mcp_lists_servers_and_their_tools(make_repl: Any, tmp_path: Path)
     await repl.wait("mcp__demo__add")
     await repl.wait("broken (stdio): failed")
     assert await repl.exit() == 0
+
+
+async def test_model_switch_goes_through_the_agent_like_the_tui(make_repl: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """/model NAME switches with ``agent.set_model``, as the TUI does: the new model's window is the one the
+    gauge and automatic compaction measure against, not only the one the gauge shows."""
+    repl = make_repl([{"text": "A long answer. " * 500}])
+    await repl.prompt("hi")
+    await repl.wait("A long answer.")
+    await repl.idle()
+    agent = repl.runtime.agent
+    # A window the history already fills past the compaction threshold, with room left for the summary
+    usable = (agent.context.used - 1000) / agent.compactor.threshold
+    window = int(usable / (1 - REPLY_RESERVE_FRACTION))
+    small = ScriptedModel([{"text": "The person said hi and got a long answer."}, {"text": "Answered by small."}],
+                          name="small", window=window)
+    monkeypatch.setattr("anvil.runtime.build_model", lambda settings: small)
+    await repl.prompt("/model small")
+    await repl.wait("Model switched to small.")
+    await repl.prompt("and now?")
+    await repl.wait("threshold)")  # ⟳ Compacting the context (N tokens, threshold)…
+    await repl.wait("⟳ Compacted")
+    await repl.wait("Answered by small.")
+    assert len(small.calls) == 2  # the summary, then the answer
+    assert agent.context.window == window and agent.compactor.meter is agent.context
+    assert repl.runtime.settings.model == "small"
+    await repl.exit()
