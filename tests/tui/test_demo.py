@@ -1,10 +1,11 @@
 """`anvil --demo` ends its turn with a real compaction, whatever the machine.
 
-The demo's /compact used to depend on how long the conversation came out. Where pytest is not installed (a plain
-`pip install anvil`), the two test runs print one short error each; the whole conversation then fitted in the
-share of the window that compaction keeps verbatim, and /compact said there was nothing older to summarise.
-These tests play the demo's script through the engine, as the app does, with and without pytest, and in a
-window far bigger than the demo's own.
+The demo's /compact used to depend on how long the conversation came out. Where pytest was not installed (a plain
+`pip install anvil`), the two test runs printed one short error each; the whole conversation then fitted in the
+share of the window that compaction keeps verbatim, and /compact said there was nothing older to summarise. The
+demo project's tests now run with the standard library's unittest, so they run everywhere. These tests play the
+demo's script through the engine, as the app does, with this environment's interpreter, with a bare one (no
+site-packages, like a fresh install), and in a window far bigger than the demo's own.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from anvil.runtime import open_runtime
 from anvil.tui import demo
 
 
-def hide_pytest(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """`python` as in an installation without pytest: this interpreter without its site-packages."""
+def bare_python(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`python` as in a fresh installation: this interpreter without its site-packages (no pytest)."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     python = bindir / "python"
@@ -33,9 +34,9 @@ def hide_pytest(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
 
 
-@pytest.mark.parametrize(("pytest_installed", "window"), [(True, None), (False, None), (True, 200_000)],
-                         ids=["pytest", "no-pytest", "big-window"])
-async def test_the_demo_turn_ends_in_a_real_compaction(pytest_installed: bool, window: int | None,
+@pytest.mark.parametrize(("bare", "window"), [(False, None), (True, None), (False, 200_000)],
+                         ids=["dev-env", "bare-python", "big-window"])
+async def test_the_demo_turn_ends_in_a_real_compaction(bare: bool, window: int | None,
                                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the demo's copy lands in the test's directory
     root = demo.prepare_demo_project()
@@ -43,8 +44,8 @@ async def test_the_demo_turn_ends_in_a_real_compaction(pytest_installed: bool, w
     for name in ("PATH", "PYTHONDONTWRITEBYTECODE"):  # demo_environment sets them: restored after the test
         monkeypatch.setenv(name, os.environ.get(name, "1"))
     demo.demo_environment()
-    if not pytest_installed:
-        hide_pytest(monkeypatch, tmp_path)
+    if bare:
+        bare_python(monkeypatch, tmp_path)
     model = demo.demo_model()
     model.delay = 0
     if window is not None:
@@ -54,7 +55,10 @@ async def test_the_demo_turn_ends_in_a_real_compaction(pytest_installed: bool, w
     try:
         events = [event async for event in agent.run_turn(demo.DEMO_PROMPT)]
         runs = [e.output for e in events if isinstance(e, ToolResultEvent) and e.name == "run_command"]
-        assert len(runs) == 2 and all(("No module named pytest" in out) != pytest_installed for out in runs)
+        # The tests really ran: the case test fails first, and after the fix the suite passes.
+        assert len(runs) == 2, runs
+        assert "FAILED (failures=1)" in runs[0] and "test_counts_are_case_insensitive" in runs[0]
+        assert "Ran 3 tests" in runs[1] and "\nOK" in runs[1]
         assert not any(isinstance(e, CompactionStarted) for e in events)  # the script's turns stay in order
         peak = max(e.fraction for e in events if isinstance(e, ContextUsage))
         if window is None:
