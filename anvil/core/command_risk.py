@@ -10,9 +10,8 @@ Decisions:
 * Each finding carries ``triggers``: the words an allow rule must spell out to cover it (``-rf``,
   ``--force``, a path outside the project). A finding with no triggers (a download piped into a
   shell, a program only known at run time) cannot be pre-approved by any rule.
-* Paths are resolved without touching the disk: ``~``, ``$HOME`` and ``$PWD`` are expanded,
-  relative paths follow ``cd`` earlier in the same command, a trailing glob (``dir/*``) counts as
-  the directory. Scratch space strictly below ``/tmp`` and ``/var/tmp`` is not "outside".
+* Where a path lands (the project, scratch space, home, a system directory) is judged in
+  :mod:`anvil.core.command_risk_paths`; this module finds which words are paths and tracks ``cd``.
   A delete whose target is only known at run time is risky; a plain write to one is not (that is
   most build output, and flagging it would teach people to click through).
 * This is a safety net for honest mistakes, not a sandbox: code inside ``python -c`` or a script
@@ -28,6 +27,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
+from anvil.core.command_risk_paths import Places, strip_glob
 from anvil.core.command_rules import subcommand_index
 from anvil.core.shell_parse import ParsedCommand, SimpleCommand, is_dynamic, parse_command
 from anvil.core.shell_words import SHELLS, privileged_inner
@@ -65,18 +65,6 @@ def classify(command: str | ParsedCommand, root: Path, home: Path, cwd: Path | N
     return _Checker(parsed, root, home, cwd or root).run()
 
 
-_SCRATCH = ("/tmp/", "/var/tmp/", "/private/tmp/", "/dev/shm/")
-_HARMLESS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin"})
-_BLOCK_DEVICE = re.compile(r"/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|"
-                           r"mapper/|loop\d|sr\d)")
-_SYSTEM = frozenset({"/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc",
-                     "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var", "/mnt", "/media", "/Users",
-                     "/System", "/Library", "/Applications", "/Volumes", "/private", "/usr/bin",
-                     "/usr/lib", "/usr/local", "/usr/local/bin", "/var/lib"})
-_STARTUP = frozenset({".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-                      ".zprofile", ".zshenv", ".zlogin", ".login", ".cshrc", ".tcshrc", ".kshrc"})
-_SECRETS = frozenset({".ssh", ".gnupg", ".aws", ".kube", ".docker", ".netrc", ".npmrc", ".pypirc",
-                      ".git-credentials", ".config/gh"})
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh", "aria2c"})
 _INTERPRETER = re.compile(r"(python[0-9.]*|pypy3?|node|nodejs|deno|bun|ruby|perl|php)")
 _PUBLISH = {"npm": {"publish", "unpublish", "deprecate"}, "pnpm": {"publish"}, "yarn": {"publish"},
@@ -151,7 +139,7 @@ def _executes_input(words: tuple[str, ...]) -> bool:
 class _Checker:
     def __init__(self, parsed: ParsedCommand, root: Path, home: Path, cwd: Path) -> None:
         self.parsed, self.cmds = parsed, parsed.commands
-        self.root, self.home = posixpath.normpath(str(root)), posixpath.normpath(str(home))
+        self.places = Places.of(root, home)
         self.cwd: str | None = posixpath.normpath(str(cwd))
         self.findings: list[Finding] = []
         self.i, self.text = 0, ""
@@ -165,7 +153,7 @@ class _Checker:
                     self._write(r.target, cwd, f"{r.op} {r.target}")
             if cmd.name in ("cd", "pushd", "popd") and cmd.origin == "command":
                 target = cmd.args[0] if cmd.args else "~"
-                self.cwd = None if cmd.name == "popd" or target == "-" else self._resolve(target, cwd)
+                self.cwd = None if cmd.name == "popd" or target == "-" else self.places.resolve(target, cwd)
         self._downloads()
         compact = re.sub(r"\s+", "", self.parsed.source)
         if _FORK_BOMB.search(compact) or "{:|:&}" in compact:
@@ -179,37 +167,6 @@ class _Checker:
 
     # --- paths ---------------------------------------------------------------------------------------
 
-    def _resolve(self, word: str, cwd: str | None) -> str | None:
-        for prefix, value in (("~", self.home), ("$HOME", self.home), ("${HOME}", self.home),
-                              ("$PWD", cwd), ("${PWD}", cwd)):
-            if word == prefix or word.startswith(prefix + "/"):
-                if value is None:
-                    return None
-                word = value + word[len(prefix):]
-                break
-        if is_dynamic(word) or word.startswith("~"):
-            return None
-        if not word.startswith("/"):
-            if cwd is None:
-                return None
-            word = f"{cwd}/{word}"
-        return "/" + posixpath.normpath(word).lstrip("/")
-
-    def _catastrophic(self, path: str) -> str | None:
-        """What deleting ``path`` (or everything in it) would destroy, when that is unthinkable."""
-        if path == "/":
-            return "the whole filesystem"
-        if path == self.home:
-            return "your home directory"
-        if path in _SYSTEM or self.home.startswith(path + "/"):
-            return f"a system directory ({path})"
-        if path == self.root or self.root.startswith(path + "/"):
-            return "the whole project"
-        return None
-
-    def _inside(self, path: str, base: str) -> bool:
-        return path == base or path.startswith(base.rstrip("/") + "/")
-
     def _targets(self, cmd: SimpleCommand, operands: list[str]) -> list[str]:
         """``{}`` in ``find -exec`` stands for what find visits, starting with its start paths."""
         if cmd.origin != "find -exec" or cmd.parent is None or "{}" not in operands:
@@ -220,40 +177,19 @@ class _Checker:
 
     def _deletes(self, operands: list[str], cwd: str | None, recursive: bool) -> None:
         for t in operands:
-            path = self._resolve(t, cwd)
+            path = self.places.resolve(t, cwd)
             if path is None:
                 self._add("risky", f"deletes a path only known at run time: {t}", (t,))
-                continue
-            base = posixpath.dirname(path) if re.search(r"[*?]", posixpath.basename(path)) else path
-            what = self._catastrophic(base) if recursive else None
-            if what:
+            elif recursive and (what := self.places.catastrophic(strip_glob(path))):
                 self._hard(f"deletes {what}")
-            elif not self._inside(path, self.root) and not path.startswith(_SCRATCH):
+            elif self.places.outside(path):
                 self._add("risky", f"deletes outside the project: {t}", (t,))
 
     def _write(self, target: str, cwd: str | None, shown: str) -> None:
-        path = self._resolve(target, cwd)
-        if path is None or path in _HARMLESS or path.startswith(("/dev/fd/", "/proc/self/fd/")):
-            return
-        if _BLOCK_DEVICE.match(path):
-            self._add("hard_deny", f"writes to a raw disk device: {shown}")
-        elif self._inside(path, self.root):
-            if self._inside(path, self.root + "/.git"):
-                self._add("risky", f"writes inside .git (hooks and config run code): {shown}", (target,))
-        elif path.startswith(_SCRATCH):
-            return
-        elif self._inside(path, self.home):
-            rel = path[len(self.home) + 1:]
-            if rel.split("/")[0] in _STARTUP or rel.startswith(".config/fish/"):
-                self._add("risky", f"writes to a shell startup file: {shown}", (target,))
-            elif any(self._inside(rel, s) for s in _SECRETS):
-                self._add("risky", f"writes to credentials or keys: {shown}", (target,))
-            elif rel.startswith("."):
-                self._add("risky", f"writes to a dotfile in your home directory: {shown}", (target,))
-            else:
-                self._add("risky", f"writes outside the project: {shown}", (target,))
-        else:
-            self._add("risky", f"writes outside the project: {shown}", (target,))
+        risk = self.places.write_risk(self.places.resolve(target, cwd))
+        if risk is not None:
+            level, what = risk
+            self._add(level, f"{what}: {shown}", (target,) if level == "risky" else ())  # no rule covers a hard deny
 
     # --- commands ------------------------------------------------------------------------------------
 
@@ -364,10 +300,10 @@ class _Checker:
                       None)
         sources, dest = (operands, target) if target else (operands[:-1], operands[-1] if operands else None)
         for s in sources if name == "mv" else ():
-            path = self._resolve(s, cwd)
-            if what := path and self._catastrophic(path):
+            path = self.places.resolve(s, cwd)
+            if what := path and self.places.catastrophic(path):
                 self._hard(f"moves away {what}")
-            elif path and not self._inside(path, self.root) and not path.startswith(_SCRATCH):
+            elif path and self.places.outside(path):
                 self._add("risky", f"moves files from outside the project: {s}", (s,))
         if name in ("rsync", "scp") and any(re.match(r"[\w.@-]+:", w) for w in operands):
             self._risky("copies files to or from another machine", name)
@@ -387,12 +323,11 @@ class _Checker:
         if name == "chmod" and re.fullmatch(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*", mode):
             self._risky("sets the setuid/setgid bit", mode)
         for t in operands[1:] if mode else operands:
-            path = self._resolve(t, cwd)
-            base = posixpath.dirname(path) if path and re.search(r"[*?]", posixpath.basename(path)) else path
-            catastrophic = base and self._catastrophic(base)
+            path = self.places.resolve(t, cwd)
+            catastrophic = path and self.places.catastrophic(strip_glob(path))
             if rec and catastrophic and catastrophic != "the whole project":
                 self._hard(f"changes {what} of {catastrophic} recursively")
-            elif path and not self._inside(path, self.root) and not path.startswith(_SCRATCH):
+            elif path and self.places.outside(path):
                 self._add("risky", f"changes {what} outside the project: {t}", (t,))
 
     def _git(self, sub: str, after: tuple[str, ...]) -> None:
