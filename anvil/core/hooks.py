@@ -9,8 +9,9 @@ Config (a ``[hooks]`` table, :class:`HooksConfig`; Settings gets ``hooks: HooksC
 
 Every hook gets a JSON object on stdin: ``hook_event_name``, ``session_id``, ``cwd`` (the project root), plus
 the event's payload (see the per-event methods of :class:`HookRunner`). It runs through bash in the project root,
-in its own process group, with ``ANVIL_PROJECT_DIR``, ``ANVIL_SESSION_ID`` and ``ANVIL_HOOK_EVENT`` in its
-environment. Hooks of one event run in config order; the first that blocks ends the run. What a hook's exit says:
+in its own process group (:mod:`anvil.core.hook_process`), with ``ANVIL_PROJECT_DIR``, ``ANVIL_SESSION_ID`` and
+``ANVIL_HOOK_EVENT`` in its environment. Hooks of one event run in config order; the first that blocks ends the
+run. What a hook's exit says:
 
 - ``0``: fine. Stdout may be a JSON object: ``decision`` ("approve"/"deny" for pre_tool_use, "block" for
   user_prompt_submit/stop/post_tool_use), ``reason``, ``updated_input`` (pre_tool_use: the tool's new arguments,
@@ -45,14 +46,9 @@ model: ``append_context(text, outcome.additional_context)`` marks it in the user
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -60,7 +56,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from anvil.core.tools.processes import NONINTERACTIVE_ENV, describe_exit, signal_group, terminate_group
+from anvil.core.hook_process import HookRun, run_hook_process
+from anvil.core.tools.processes import NONINTERACTIVE_ENV, describe_exit
 
 HookEvent = Literal["session_start", "user_prompt_submit", "pre_tool_use", "post_tool_use", "pre_compact", "stop",
                     "session_end", "notification"]
@@ -71,15 +68,10 @@ STDOUT_CONTEXT_EVENTS = frozenset({"session_start", "user_prompt_submit"})
 BLOCK_EXIT = 2
 #: stop hooks may keep a turn going this many times in a row; then the turn ends, so hooks cannot loop forever
 MAX_STOP_CONTINUATIONS = 3
-#: bytes of stdout/stderr kept per hook; the rest is read and dropped so the hook never blocks on a full pipe
-OUTPUT_LIMIT = 64_000
 #: characters of context one hook may add; a chatty hook must not fill the model's context
 CONTEXT_LIMIT = 10_000
 #: characters of a tool's output passed to post_tool_use hooks
 PAYLOAD_OUTPUT_LIMIT = 100_000
-KILL_GRACE = 1.0
-#: after a hook exits, how long its pipes may stay open (held by something it started in the background)
-DRAIN_GRACE = 0.5
 # Claude Code spells the JSON fields in camelCase; accepting both lets people reuse their hook scripts.
 _ALIASES = {"updatedInput": "updated_input", "additionalContext": "additional_context",
             "systemMessage": "system_message"}
@@ -166,78 +158,6 @@ class HookOutcome:
 def append_context(text: str, context: str) -> str:
     """``text`` (a prompt, a tool's output) with hook context after it, marked so the model knows its source."""
     return f"{text}\n\n<hook-context>\n{context}\n</hook-context>" if context.strip() else text
-
-
-@dataclass
-class HookRun:
-    """How one hook process ended."""
-
-    exit_code: int | None
-    stdout: str = ""
-    stderr: str = ""
-    timed_out: bool = False
-    error: str | None = None  # it could not be started
-
-
-class _HookProtocol(asyncio.SubprocessProtocol):
-    """Bounded stdout/stderr buffers; exit and end-of-output tracked apart (see processes.py for why)."""
-
-    def __init__(self) -> None:
-        self.buffers: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
-        self.exited = asyncio.Event()
-        self.output_closed = asyncio.Event()
-        self._open = {1, 2}
-
-    def pipe_data_received(self, fd: int, data: bytes | bytearray) -> None:
-        buffer = self.buffers.get(fd)
-        if buffer is not None and len(buffer) < OUTPUT_LIMIT:
-            buffer += data[: OUTPUT_LIMIT - len(buffer)]
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open.discard(fd)
-        if not self._open:
-            self.output_closed.set()
-
-    def process_exited(self) -> None:
-        self.exited.set()
-
-
-async def run_hook_process(command: str, stdin: bytes, cwd: Path, env: dict[str, str], timeout: float) -> HookRun:
-    """Run one hook command; never raises (except cancellation, which kills the hook's process group)."""
-    loop = asyncio.get_running_loop()
-    try:
-        transport, protocol = await loop.subprocess_exec(
-            _HookProtocol, shutil.which("bash") or "/bin/sh", "-c", command, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
-            start_new_session=True)  # own process group: a timeout reaches everything the hook started
-    except OSError as exc:
-        return HookRun(None, error=f"{exc.strerror or exc} (in {cwd})")
-    pgid = transport.get_pid()
-    timed_out = False
-    try:
-        pipe = transport.get_pipe_transport(0)
-        if pipe is not None:
-            pipe.write(stdin)
-            pipe.close()  # flushes, then closes: the hook sees end of input
-        try:
-            await asyncio.wait_for(protocol.exited.wait(), timeout)
-        except TimeoutError:
-            timed_out = True
-            await terminate_group(pgid, KILL_GRACE)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(protocol.exited.wait(), KILL_GRACE)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(protocol.output_closed.wait(), DRAIN_GRACE)
-        if not protocol.output_closed.is_set():
-            # something the hook left running still holds its output: it would outlive the hook unseen
-            await terminate_group(pgid, KILL_GRACE)
-    except asyncio.CancelledError:
-        signal_group(pgid, signal.SIGKILL)  # the turn was interrupted: stop the hook at once
-        raise
-    finally:
-        transport.close()
-    out, err = (bytes(protocol.buffers[fd]).decode("utf-8", "replace") for fd in (1, 2))
-    return HookRun(None if timed_out else transport.get_returncode(), out, err, timed_out)
 
 
 def _label(event: str, hook: HookCommand) -> str:
