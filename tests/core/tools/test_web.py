@@ -24,11 +24,11 @@ from anvil.core.tools.web import (
     WebFetchArgs,
     WebSearch,
     WebSearchArgs,
-    _network_error,
     search_provider,
     web_rule_matches,
     web_tools,
 )
+from anvil.core.tools.web_http import network_error
 
 PAGE = """<!doctype html>
 <html><head><title>Widget   Guide</title><script>var tracking = 1;</script><style>body{color:red}</style></head>
@@ -222,12 +222,12 @@ async def test_connection_refused(ctx: ToolContext) -> None:
 
 def test_dns_and_tls_failures_are_explained() -> None:
     url = httpx.URL("https://no-such-host.invalid/x")
-    dns = _network_error(httpx.ConnectError("[Errno -2] Name or service not known"), url, 30)
+    dns = network_error(httpx.ConnectError("[Errno -2] Name or service not known"), url, 30)
     assert "no-such-host.invalid could not be resolved (DNS)" in str(dns)
     wrapped = httpx.ConnectError("All connection attempts failed")  # what httpx says; the cause says more
     wrapped.__cause__ = socket.gaierror(-3, "Temporary failure in name resolution")
-    assert "could not be resolved (DNS)" in str(_network_error(wrapped, url, 30))
-    tls = _network_error(httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), url, 30)
+    assert "could not be resolved (DNS)" in str(network_error(wrapped, url, 30))
+    tls = network_error(httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"), url, 30)
     assert "TLS certificate is invalid" in str(tls)
 
 
