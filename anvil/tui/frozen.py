@@ -119,7 +119,7 @@ class FrozenMarkdown(Widget):
     """The settled part of a reply: captured lines, appended to as more blocks settle."""
 
     class Stale(Message):
-        """The widget's width is no longer the one its lines were captured at."""
+        """The widget's width or the app's theme is no longer the one its lines were captured at."""
 
     DEFAULT_CSS = """
     FrozenMarkdown {
@@ -131,6 +131,8 @@ class FrozenMarkdown(Widget):
         super().__init__()
         self.source = ""
         self.width_captured = 0
+        self.theme_captured = ""
+        self._stale_posted = False
         self._strips: list[Strip] = []
         self._fences: list[tuple[int, int, str]] = []
 
@@ -138,6 +140,8 @@ class FrozenMarkdown(Widget):
         top = len(self._strips)
         self.source += source
         self.width_captured = captured.width
+        self.theme_captured = self.app.theme
+        self._stale_posted = False
         self._strips.extend(_with_offsets(strip, top + y) for y, strip in enumerate(captured.strips))
         self._fences.extend((top + start, top + end, code) for start, end, code in captured.fences)
         self.refresh(layout=True)
@@ -145,6 +149,7 @@ class FrozenMarkdown(Widget):
     def clear(self) -> None:
         self.source = ""
         self.width_captured = 0
+        self._stale_posted = False
         self._strips.clear()
         self._fences.clear()
         self.refresh(layout=True)
@@ -166,6 +171,11 @@ class FrozenMarkdown(Widget):
 
     def on_resize(self, event: Resize) -> None:
         if self._strips and event.size.width != self.width_captured:
+            self._report_stale()
+
+    def _report_stale(self) -> None:
+        if not self._stale_posted:
+            self._stale_posted = True
             self.post_message(self.Stale())
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
@@ -174,6 +184,10 @@ class FrozenMarkdown(Widget):
     def render_line(self, y: int) -> Strip:
         if y >= len(self._strips):
             return Strip.blank(self.size.width)
+        if self.app.theme != self.theme_captured:
+            # Checked when drawn rather than watched: a watcher on the app would keep every pruned reply
+            # alive, and replies off screen can wait until they are seen.
+            self._report_stale()
         # The background under the text is today's (focus, search match), not the one at capture time.
         strip = self._strips[y].apply_style(Style(bgcolor=self.background_colors[1].rich_color))
         selection = self.text_selection

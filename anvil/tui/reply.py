@@ -80,7 +80,6 @@ class AssistantEntry(Entry):
         yield self._live
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", self._restyle, init=False)
         if self._finished:
             self._schedule_freeze()
 
@@ -210,10 +209,6 @@ class AssistantEntry(Entry):
     def on_frozen_markdown_stale(self, event: FrozenMarkdown.Stale) -> None:
         event.stop()
         self._request_rerender()
-
-    def _restyle(self) -> None:
-        if self._frozen.line_count:
-            self._request_rerender()
 
     def _request_rerender(self) -> None:
         if not self._rerender_due:

@@ -174,3 +174,23 @@ async def test_selecting_frozen_text_copies_what_is_on_screen() -> None:
         offsets = [segment.style.meta.get("offset") for segment in entry.frozen._strips[second]
                    if segment.style is not None]
         assert (0, second) in offsets
+
+
+async def test_removed_replies_are_not_kept_alive() -> None:
+    """Pruned replies must go: nothing app-wide (a theme watcher, say) may hold on to them."""
+    import gc
+
+    app = ReplyApp()
+    async with app.run_test(size=SIZE) as pilot:
+        transcript = app.query_one("#transcript")
+        for n in range(20):
+            await transcript.mount(AssistantEntry(f"reply **{n}**\n\n- a\n- b"))
+            await pilot.pause()
+        await transcript.remove_children()
+        kept = AssistantEntry("the one left")
+        await transcript.mount(kept)
+        for _ in range(3):
+            await pilot.pause(0.05)
+        gc.collect()
+        alive = [obj for obj in gc.get_objects() if isinstance(obj, AssistantEntry)]
+        assert alive == [kept]
