@@ -7,15 +7,13 @@ Each command is a small function of the app and its argument. Commands that repl
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from anvil.core.events import ToolCallStarted, ToolResultEvent
 from anvil.export import export_markdown
-from anvil.tui.transcript import AssistantEntry, ToolEntry, UserEntry
+from anvil.tui.history import show_history as show_history  # app.py imports it from here
 
 if TYPE_CHECKING:
     from anvil.runtime import Runtime
@@ -304,32 +302,3 @@ async def _export(app: AnvilApp, arg: str) -> None:
 @command("exit", "/exit", "quit anvil")
 async def _exit(app: AnvilApp, arg: str) -> None:
     app.action_exit_app()
-
-
-def show_history(app: AnvilApp, messages: list[dict[str, Any]]) -> None:
-    """Render a resumed session's messages; only the newest entries fit the transcript's limit."""
-    transcript = app.transcript
-    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
-    for message in messages[-transcript.max_entries:]:
-        role = message.get("role")
-        content = str(message.get("content") or "")
-        if role == "user":
-            transcript.add(UserEntry(content))
-        elif role == "assistant":
-            if content.strip():
-                transcript.add(AssistantEntry(content))
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {})
-                try:
-                    args = json.loads(fn.get("arguments") or "{}")
-                except json.JSONDecodeError:
-                    args = {}
-                entry = ToolEntry(ToolCallStarted(call.get("id", ""), fn.get("name", "?"),
-                                                  args if isinstance(args, dict) else {}, ""))
-                transcript.add(entry)
-                result = results.get(call.get("id"))
-                if result is not None:
-                    entry.finish(ToolResultEvent(entry.call_id, entry.name_, True, "", str(result.get("content"))))
-    if messages:
-        transcript.add_line("notice", f"Resumed a session with {len(messages)} messages.")
-

@@ -1,0 +1,57 @@
+"""A resumed session's messages in the transcript: the newest batch at once, older ones as the person scrolls up.
+
+Mounting the whole history (every reply a Markdown tree) made ``--resume`` of a 1,000-turn session take
+seconds and tens of megabytes; benchmarks/README.md has the figures. So the messages become entry
+*factories* here, in one pass, and the transcript builds widgets from them a batch at a time
+(:meth:`~anvil.tui.transcript.Transcript.set_backlog`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from anvil.core.events import ToolCallStarted, ToolResultEvent
+from anvil.tui.transcript import HISTORY_BATCH, AssistantEntry, EntryFactory, ToolEntry, UserEntry
+
+if TYPE_CHECKING:
+    from anvil.tui.app import AnvilApp
+
+
+def history_entries(messages: list[dict[str, Any]]) -> list[EntryFactory]:
+    """One factory per transcript entry the messages show, oldest first (the only message→entry mapping:
+    the first batch and every older one are built from its result)."""
+    results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
+    factories: list[EntryFactory] = []
+    for message in messages:
+        role = message.get("role")
+        content = str(message.get("content") or "")
+        if role == "user":
+            factories.append(partial(UserEntry, content))
+        elif role == "assistant":
+            if content.strip():
+                factories.append(partial(AssistantEntry, content))
+            for call in message.get("tool_calls") or []:
+                factories.append(partial(_tool_entry, call, results.get(call.get("id"))))
+    return factories
+
+
+def _tool_entry(call: dict[str, Any], result: dict[str, Any] | None) -> ToolEntry:
+    fn = call.get("function", {})
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except json.JSONDecodeError:
+        args = {}
+    started = ToolCallStarted(call.get("id", ""), fn.get("name", "?"), args if isinstance(args, dict) else {}, "")
+    entry = ToolEntry(started)
+    if result is not None:
+        entry.finish(ToolResultEvent(entry.call_id, entry.name_, True, "", str(result.get("content"))))
+    return entry
+
+
+def show_history(app: AnvilApp, messages: list[dict[str, Any]], *, shown: int = HISTORY_BATCH) -> None:
+    """Show the newest ``shown`` entries of a resumed session; scrolling to the top loads the rest."""
+    app.transcript.set_backlog(history_entries(messages), shown=shown)
+    if messages:
+        app.transcript.add_line("notice", f"Resumed a session with {len(messages)} messages.")
