@@ -149,8 +149,11 @@ class AssistantEntry(Entry):
         self._freeze_due = False
         async with self._lock:
             live = self._live
-            if live is None or not self.is_attached or live.outer_size.width == 0:
-                return  # not on screen (yet): a later write, resize or refresh brings it back here
+            if live is None or not self.is_attached:
+                return
+            if live.outer_size.width == 0:  # mounted but not laid out yet: after the next refresh
+                self._retry_freeze()
+                return
             await self._stop_stream()
             blocks = [child for child in live.children if isinstance(child, MarkdownBlock)]
             # The last block of a streaming reply may still grow; a finished reply freezes whole.
