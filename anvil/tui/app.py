@@ -1,9 +1,10 @@
 """The Textual app: layout, the worker that runs the agent, event dispatch and keys.
 
 First paint comes before anything slow: settings (pydantic), the runtime (tools, the git-probing system
-prompt) and litellm are all loaded after it, in a thread, while the person can already type; a prompt sent
-before the runtime is ready waits for it. The agent runs in an async worker; every event is rendered on the
-UI side, and approval requests are answered with a modal pushed from that worker.
+prompt) and litellm are all loaded after it, in threads, step by step in the pauses of the person's typing
+(anvil/tui/warmup.py); a prompt sent before the warm-up is over hurries it and waits for it. The agent runs
+in an async worker; every event is rendered on the UI side, and approval requests are answered with a modal
+pushed from that worker.
 """
 
 from __future__ import annotations
@@ -13,16 +14,18 @@ import contextlib
 import signal
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
 from anvil.mentions import expand_mentions
+from anvil.tui import warmup
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import configured_theme, early_theme, user_config_dir
 from anvil.tui.status import StatusBar
@@ -72,7 +75,11 @@ class AnvilApp(App[int]):
         self.started = False  # set when the runtime is ready (tests wait for it)
         self._wanted_theme = "anvil-dark"
         self.theme_errors: list[str] = []
-        self._waiting: list[str] = []  # prompts sent before the runtime was ready
+        self.warm_up = warmup.WarmUp()
+        # A given runtime with a scripted model needs no warm-up: its prompts are never held.
+        self.warm_up.holds_prompts = runtime is None or warmup.uses_litellm(runtime.agent.model)
+        self._waiting: list[str] = []  # prompts sent before the warm-up was over
+        self._waiting_entries: list[UserEntry] = []
         self._renderer: TurnRenderer | None = None
         self._last_ctrl_c = 0.0
         self._sidebar_forced: bool | None = None
@@ -123,6 +130,11 @@ class AnvilApp(App[int]):
         # Start-up work (imports in a thread) competes for the GIL with drawing: let the first frame out first.
         self.call_after_refresh(self.set_timer, STARTUP_DELAY, self.start_up)
 
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.Paste)):  # every key reaches the app first, focused or not
+            self.warm_up.key_pressed()
+        await super().on_event(event)
+
     def _early_theme(self) -> None:
         """The wanted theme, read cheaply, so the first paint already has the right colours."""
         self._wanted_theme = self._theme_flag or configured_theme(self.root) or "anvil-dark"
@@ -136,9 +148,8 @@ class AnvilApp(App[int]):
     async def _load_themes(self) -> None:
         """Every theme, validated (in a thread); problems are reported in one notification."""
         try:
-            from anvil.tui.themes import load_themes
-
-            themes, self.theme_errors = await asyncio.to_thread(load_themes, user_config_dir() / "themes")
+            themes, self.theme_errors = await self.warm_up.run(
+                "themes", partial(warmup.load_themes, user_config_dir() / "themes"))
         except Exception as exc:  # a theme problem is reported, never fatal
             themes, self.theme_errors = [], [f"Themes could not be loaded: {exc}"]
         for theme in themes:
@@ -171,34 +182,34 @@ class AnvilApp(App[int]):
 
     @work(group="startup", exit_on_error=False)
     async def start_up(self) -> None:
-        """After the first paint: themes, then settings and the runtime (in a thread), then ready."""
+        """After the first paint, one step at a time in the pauses of typing: themes, settings, the runtime
+        (then the app is ready), then litellm and the rest of what the first model call needs."""
         await self._load_themes()
-        if self.runtime is None:
+        runtime, built = self.runtime, self.runtime is None
+        if runtime is None:
             try:
-                self.runtime = await asyncio.to_thread(self._build_runtime)
+                settings = self.settings or await self.warm_up.run(
+                    "settings", partial(warmup.load_settings, self.root, self.flags))
+                runtime = await self.warm_up.run("runtime", partial(
+                    warmup.open_runtime, settings, self.root, resume=self._resume, continue_latest=self._continue,
+                    model=self._model))
             except Exception as exc:  # config, session or model problems: say so and keep the app open
                 self.transcript.add_line("error", f"anvil could not start: {exc}")
                 self.status.update_state(phase="not ready")
                 return
+            self.runtime = runtime
+            self.warm_up.holds_prompts = warmup.uses_litellm(runtime.agent.model)
         self.runtime_ready()
-
-    def _build_runtime(self) -> Runtime:
-        """Runs in a thread: nothing here touches a widget."""
-        from anvil.config import load_settings
-        from anvil.runtime import open_runtime
-
-        settings = self.settings or load_settings(self.root, self.flags)
-        runtime = open_runtime(settings, self.root, resume=self._resume, continue_latest=self._continue,
-                               model=self._model)
-        preflight = getattr(runtime.agent.model, "preflight", None)
-        problem = preflight() if preflight is not None else None
-        if problem:
-            runtime.warnings.append(problem)
-        if type(runtime.agent.model).__name__ == "LiteLLMModel":
-            from anvil.core.model import warm_litellm
-
-            warm_litellm()  # the first model call should not pay for the import
-        return runtime
+        for name, step in warmup.model_steps(runtime, preflight=built):
+            try:
+                problem = await self.warm_up.run(name, step)
+            except Exception as exc:  # the first model call meets it again and says so in its turn
+                self.add_line("notice", f"Could not prepare the model ({name}): {type(exc).__name__}: {exc}")
+                break
+            if isinstance(problem, str) and problem:
+                self.add_line("notice", problem)
+        self.warm_up.finish()
+        self._send_waiting()
 
     def runtime_ready(self) -> None:
         runtime = self.runtime
@@ -223,13 +234,18 @@ class AnvilApp(App[int]):
         if self.demo_prompt:
             self.play_demo(self.demo_prompt)
             self.demo_prompt = None  # once: /clear and /resume come back here
-        waiting, self._waiting = self._waiting, []
-        if waiting:
-            for entry in self.renderer.queued:
-                entry.remove()
-            self.renderer.queued.clear()
-            self.send("\n\n".join(waiting))
+        self._send_waiting()
         self.started = True
+
+    def _send_waiting(self) -> None:
+        """Prompts held while anvil warmed up, sent as one message (shown again as sent, not queued)."""
+        if self.warm_up.holds_prompts or not self._waiting:
+            return
+        waiting, self._waiting = self._waiting, []
+        for entry in self._waiting_entries:
+            entry.remove()
+        self._waiting_entries.clear()
+        self.send("\n\n".join(waiting))
 
     @work(group="demo")
     async def play_demo(self, prompt: str) -> None:
@@ -262,6 +278,7 @@ class AnvilApp(App[int]):
     @on(PromptInput.Submitted)
     async def on_prompt_submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text
+        self.warm_up.hurry()  # a prompt or a command: the person now waits on anvil, not the other way round
         try:
             if text.startswith("/") and not text.startswith("//"):
                 from anvil.tui.commands import run_slash
@@ -273,10 +290,11 @@ class AnvilApp(App[int]):
             self.add_line("error", f"Could not send that: {type(exc).__name__}: {exc}")
 
     def send(self, text: str) -> None:
-        """Start a turn, or queue the message when a turn is running or the runtime is not ready yet."""
-        if self.runtime is None:
+        """Start a turn, or queue the message when a turn is running or anvil is still warming up."""
+        if self.runtime is None or self.warm_up.holds_prompts:
             self._waiting.append(text)
-            self.renderer.queued.append(self._add_user(text, queued=True))
+            self._waiting_entries.append(self._add_user(text, queued=True))
+            self.warm_up.hurry()  # the prompt needs every step: no more waiting for pauses in typing
             return
         expanded = expand_mentions(text, self.root)
         for problem in expanded.problems:

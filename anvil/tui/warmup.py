@@ -1,0 +1,150 @@
+"""Start-up work after the first paint, in steps that wait for a pause in typing.
+
+What anvil loads after its first paint (theme validation, settings, the runtime, litellm, what litellm's
+first call would import, the tokenizer) runs in threads, but a thread still holds the GIL for long
+stretches inside C code: pydantic schema building, module bodies, the price-map JSON, up to ~200 ms at a
+time, more in a terminal whose CPU is shared. A key pressed then is echoed late. So the work is cut into
+steps and each starts only once the keyboard has been quiet for :data:`IDLE_BEFORE_STEP`: the stalls land
+in the pauses between bursts of typing instead of under the keys. A running step is never stopped (a half
+import cannot be undone), which is why the steps are small; litellm's own import (~1.8 s) is the largest.
+
+A prompt sent before the end needs every step, so it hurries the rest: from then on they run back to back.
+The app holds such a prompt until the steps are done (:attr:`WarmUp.holds_prompts`), so the first model call
+finds litellm imported, the modules its first request imports loaded and the tokenizer's encoding ready,
+instead of loading them on the event loop (or in a thread, while the answer waits).
+
+The step functions here run in threads: they touch no widget and return what the app shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from anvil.config import Settings
+    from anvil.core.context import TokenCounter
+    from anvil.core.model import Model
+    from anvil.runtime import Runtime
+
+T = TypeVar("T")
+
+# Longer than the gap between keys of someone typing steadily (~100-250 ms), short enough that a pause to
+# think is used for the warm-up.
+IDLE_BEFORE_STEP = 0.3
+
+#: a step's name and what it runs (in a thread); a str it returns is a problem to tell the person
+ModelStep = tuple[str, Callable[[], object]]
+
+
+class WarmUp:
+    """Runs start-up steps in threads, each after the keyboard has been quiet for ``idle`` seconds."""
+
+    def __init__(self, idle: float = IDLE_BEFORE_STEP, clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle = idle
+        self._clock = clock
+        self._last_key = -math.inf  # nobody has typed yet: the first step need not wait
+        self._hurry = asyncio.Event()
+        self.started: list[str] = []  # step names, in the order they began (tests and the profile read them)
+        self.finished: list[str] = []
+        self.done = False
+        #: prompts wait for the steps: set while the model's warm-up (or the runtime) is still to come
+        self.holds_prompts = True
+
+    def key_pressed(self) -> None:
+        self._last_key = self._clock()
+
+    def hurry(self) -> None:
+        """Run the remaining steps without waiting for pauses (a prompt is waiting for them)."""
+        self._hurry.set()
+
+    def finish(self) -> None:
+        self.done = True
+        self.holds_prompts = False
+
+    async def until_quiet(self) -> None:
+        """Return once no key has come for ``idle`` seconds, or at once when hurried."""
+        while not self._hurry.is_set():
+            wait = self._last_key + self.idle - self._clock()
+            if wait <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), wait)
+
+    async def run(self, name: str, step: Callable[[], T]) -> T:
+        """``step()`` in a thread, started after a pause in typing."""
+        await self.until_quiet()
+        self.started.append(name)  # in the same loop turn as the check: no key can slip in between
+        result = await asyncio.to_thread(step)
+        self.finished.append(name)
+        return result
+
+
+# -- the steps (each runs in a thread) -----------------------------------------------------------------
+
+
+def load_themes(user_dir: Path) -> tuple[list[Any], list[str]]:
+    # Imported here, in the thread: the module validates with pydantic, ~60 ms of imports.
+    from anvil.tui.themes import load_themes
+
+    return load_themes(user_dir)
+
+
+def load_settings(root: Path, flags: dict[str, Any]) -> Settings:
+    from anvil.config import load_settings
+
+    return load_settings(root, flags)
+
+
+def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue_latest: bool,
+                 model: Model | None) -> Runtime:
+    from anvil.runtime import open_runtime
+
+    runtime = open_runtime(settings, root, resume=resume, continue_latest=continue_latest, model=model)
+    # What the first turn would otherwise import on the event loop: the event renderer, the Markdown widget.
+    from textual.widgets import Markdown  # noqa: F401
+
+    import anvil.tui.render  # noqa: F401
+
+    return runtime
+
+
+def uses_litellm(model: object) -> bool:
+    # By name: importing anvil.core.model for an isinstance check would load the events module early.
+    return type(model).__name__ == "LiteLLMModel"
+
+
+def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
+    """The warm-up a model served by litellm needs before its first call; none for the scripted model.
+
+    ``preflight``: also check the model's name and key (done for a runtime the app built from settings).
+    """
+    model = runtime.agent.model
+    if not uses_litellm(model):
+        return []
+    from anvil.core.model import LITELLM_DEPENDENCIES, load_litellm, preload, warm_client, warm_tool_calls
+
+    steps: list[ModelStep] = [(name, partial(preload, name)) for name in LITELLM_DEPENDENCIES]
+    check = getattr(model, "preflight", None) if preflight else None
+    steps.append(("litellm", check if check is not None else load_litellm))
+    steps.append(("client", partial(warm_client, model.name)))
+    steps.append(("tool-calls", warm_tool_calls))
+    steps.append(("tokenizer", partial(warm_tokenizer, runtime.agent.context.counter)))
+    return steps
+
+
+def warm_tokenizer(counter: TokenCounter) -> None:
+    """Count one short message with the agent's counter, so its encoding is loaded here (~0.1-0.25 s of
+    tiktoken) rather than when the first model call measures the context on the event loop."""
+    if counter.use_litellm:
+        from anvil.core.model import load_litellm
+
+        load_litellm()  # the counter estimates until litellm is imported; it is by now, this makes sure
+        counter.count_message({"role": "user", "content": "Hello"})
+
