@@ -89,6 +89,10 @@ def load_litellm() -> Any:
             if _litellm is None:
                 # Without this litellm fetches a price map over the network at import, retrying with sleeps.
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+                # In its default DEV mode litellm loads a .env file found above its own install, which for
+                # a venv inside the person's repository is the project's .env: their app's secrets would
+                # become anvil's environment (and its commands'). anvil reads keys from the real environment.
+                os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
                 import litellm
 
                 litellm.suppress_debug_info = True  # it prints provider-list noise otherwise
