@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anvil.export import export_markdown
-from anvil.tui.history import show_history as show_history  # app.py imports it from here
 
 if TYPE_CHECKING:
     from anvil.runtime import Runtime
