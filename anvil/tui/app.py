@@ -208,6 +208,7 @@ class AnvilApp(App[int]):
                 break
             if isinstance(problem, str) and problem:
                 self.add_line("notice", problem)
+        await self.warm_up.run("heap", warmup.settle_heap)  # last: everything start-up loads is loaded
         self.warm_up.finish()
         self._send_waiting()
 
@@ -223,7 +224,7 @@ class AnvilApp(App[int]):
         if self._theme_flag is None and runtime.settings.theme != self.theme:
             self.set_theme(runtime.settings.theme)
         if runtime.resumed is not None:
-            from anvil.tui.commands import show_history
+            from anvil.tui.history import show_history
 
             show_history(self, runtime.resumed.messages)
         for warning in runtime.warnings:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,19 @@ async def submit(pilot: Pilot[Any], text: str) -> None:
     assert isinstance(app, AnvilApp)
     app.prompt.load_text(text)
     await pilot.press("enter")
+
+
+@pytest.fixture(autouse=True)
+def restore_gc() -> Iterator[None]:
+    """The app freezes the heap and raises the collector's thresholds after its warm-up (warmup.settle_heap):
+    right for one process per session, but the test process runs hundreds of apps, and frozen objects are
+    never collected. Undo it after each test."""
+    import gc
+
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 @pytest.fixture(autouse=True)

@@ -50,7 +50,7 @@ async def test_no_step_starts_while_keys_come_and_all_run_after_a_pause(project:
         assert app.runtime is None and not app.started
         assert app.prompt.text == "x" * typed  # every key was taken while anvil waited to warm up
         await wait_for(pilot, lambda: app.warm_up.done)
-        assert app.warm_up.started == ["themes", "settings", "runtime"]  # the scripted model needs no more
+        assert app.warm_up.started == ["themes", "settings", "runtime", "heap"]  # the scripted model: no more
         assert app.started and app.runtime is not None
 
 
@@ -60,7 +60,7 @@ async def test_a_prompt_sent_early_with_the_scripted_model_is_answered(project: 
         await pilot.press(*"hello")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.started and not app.busy and app.transcript.query(AssistantEntry))
-        assert app.warm_up.started == ["themes", "settings", "runtime"]
+        assert app.warm_up.started == ["themes", "settings", "runtime", "heap"]
         users = list(app.transcript.query(UserEntry))
         assert [e.text for e in users] == ["hello"] and not users[0].queued  # the queued copy was replaced
 
@@ -97,7 +97,7 @@ async def test_a_prompt_sent_early_hurries_every_step_and_the_tokenizer_is_warm_
         await pilot.press("enter")
         await wait_for(pilot, lambda: [e.text for e in app.transcript.query(AssistantEntry)]
                        == ["pong from the server"], timeout=60)
-    assert app.warm_up.started == ["themes", "settings", "runtime", *LITELLM_STEPS]
+    assert app.warm_up.started == ["themes", "settings", "runtime", *LITELLM_STEPS, "heap"]
     finished, on_loop = at_first_call[0]
     assert finished == app.warm_up.started  # the prompt waited for all of it
     # The agent's counter first used litellm's tokenizer (which loads its encoding) in the warm-up's thread;
@@ -146,3 +146,15 @@ def test_warm_tokenizer_counts_only_with_litellm(monkeypatch: pytest.MonkeyPatch
     warm_tokenizer(estimate)  # type: ignore[arg-type]
     warm_tokenizer(litellm)  # type: ignore[arg-type]
     assert estimate.counted == [] and len(litellm.counted) == 1
+
+
+def test_settling_the_heap_freezes_what_start_up_loaded(restore_gc: None) -> None:
+    import gc
+
+    from anvil.tui.warmup import GC_THRESHOLDS, settle_heap
+
+    loaded = [object()]  # a container, so the collector tracks it: like a module's tables
+    assert any(obj is loaded for obj in gc.get_objects())
+    settle_heap()
+    assert gc.get_threshold() == GC_THRESHOLDS
+    assert not any(obj is loaded for obj in gc.get_objects())  # frozen: no later collection walks it
