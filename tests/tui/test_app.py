@@ -206,7 +206,7 @@ async def test_esc_interrupts_a_running_turn(project: Path) -> None:
 
 
 async def test_typing_during_a_turn_queues_the_message(project: Path) -> None:
-    turns = [{"tool_calls": [run("sleep 0.5")]}, {"text": "first answer"}, {"text": "second answer"}]
+    turns = [{"tool_calls": [run("sleep 1.5")]}, {"text": "first answer"}, {"text": "second answer"}]
     app = make_app(project, turns, auto_approve=True)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "first")
