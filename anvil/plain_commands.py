@@ -121,16 +121,7 @@ async def _model(repl: PlainRepl, arg: str) -> None:
         repl.say(f"Model: {runtime.settings.model}. Switch with /model NAME (any litellm model string, "
                  "e.g. anthropic/claude-sonnet-4-5).")
         return
-    from anvil.runtime import build_model
-
-    settings = runtime.settings.model_copy(update={"model": arg})
-    model = await asyncio.to_thread(build_model, settings)
-    check = getattr(model, "preflight", None)
-    problem = await asyncio.to_thread(check) if check is not None else None
-    runtime.settings = settings
-    # The agent's own switch, as the TUI's /model: it keeps the meter that compaction measures against and
-    # gives it the new model's window and tokenizer (a new meter here would leave compaction on the old one).
-    runtime.agent.set_model(model)
+    problem = await runtime.switch_model(arg)
     repl.window = None  # the gauge waits for the next count against the new window
     repl.say(f"Model switched to {arg}." + (f" {problem}" if problem else ""))
 

@@ -5,6 +5,7 @@ Every front end (headless, plain REPL, TUI) builds its agent here, so they share
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,19 @@ class Runtime:
                 await self.mcp.wait_started(wait_for_mcp)
                 self.mcp.sync_registry(self.agent.tools)
         return notices
+
+    async def switch_model(self, name: str) -> str | None:
+        """Use model ``name`` from the next call on (both front ends' /model). Returns what its preflight
+        found wrong (a missing key, an unknown name), which the switch does not prevent."""
+        settings = self.settings.model_copy(update={"model": name})
+        model = await asyncio.to_thread(build_model, settings)  # building a litellm model may import it
+        check = getattr(model, "preflight", None)
+        problem = await asyncio.to_thread(check) if check is not None else None
+        self.settings = settings
+        # The agent's own switch keeps the meter compaction measures against and gives it the new window and
+        # tokenizer.
+        self.agent.set_model(model)
+        return problem
 
     async def close(self, reason: str = "exit") -> None:
         """End the session: session_end hooks, MCP servers, background commands, the session file."""

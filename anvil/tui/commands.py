@@ -126,15 +126,7 @@ async def _model(app: AnvilApp, arg: str) -> None:
         app.add_line("notice", f"Model: {runtime.settings.model}. Switch with /model NAME "
                                "(any litellm model string, e.g. anthropic/claude-sonnet-4-5).")
         return
-    from anvil.runtime import build_model
-
-    settings = runtime.settings.model_copy(update={"model": arg})
-    model = await asyncio.to_thread(build_model, settings)
-    problem = getattr(model, "preflight", None)
-    message = await asyncio.to_thread(problem) if problem is not None else None
-    runtime.settings = settings
-    agent = runtime.agent
-    agent.set_model(model)
+    message = await runtime.switch_model(arg)
     app.status.update_state(model=arg)
     app.add_line("notice", f"Model switched to {arg}." + (f" {message}" if message else ""))
 
