@@ -194,3 +194,19 @@ async def test_removed_replies_are_not_kept_alive() -> None:
         gc.collect()
         alive = [obj for obj in gc.get_objects() if isinstance(obj, AssistantEntry)]
         assert alive == [kept]
+
+
+async def test_a_resize_while_streaming_loses_nothing() -> None:
+    app = ReplyApp()
+    async with app.run_test(size=SIZE) as pilot:
+        entry = AssistantEntry()
+        await app.query_one("#transcript").mount(entry)
+        half = len(TEXT) // 2
+        await stream(entry, TEXT[:half], 4, 0.002, [])
+        await wait_for(pilot, lambda: entry.frozen.line_count > 0)
+        await pilot.resize_terminal(60, 40)  # the frozen lines are now the wrong width: rendered again
+        await stream(entry, TEXT[half:], 4, 0.002, [])
+        await entry.finish()
+        await wait_for(pilot, lambda: entry._live is None and entry.frozen.width_captured == 60)
+        assert entry.rendered_source == TEXT
+        assert rendered(entry.frozen._strips, app) == await reference_lines(app, pilot, TEXT)
