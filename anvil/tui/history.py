@@ -9,14 +9,28 @@ seconds and tens of megabytes; benchmarks/README.md has the figures. So the mess
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from anvil.core.events import ToolCallStarted, ToolResultEvent
-from anvil.tui.transcript import HISTORY_BATCH, AssistantEntry, EntryFactory, ToolEntry, UserEntry
+from anvil.tui.transcript import HISTORY_BATCH, AssistantEntry, Entry, EntryFactory, ToolEntry, UserEntry
 
 if TYPE_CHECKING:
     from anvil.tui.app import AnvilApp
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """Builds one entry of a resumed session; ``text`` is what it will show, so search can look before the
+    entry is mounted (:meth:`Transcript.backlog_match`)."""
+
+    text: str
+    build: Callable[[], Entry]
+
+    def __call__(self) -> Entry:
+        return self.build()
 
 
 def history_entries(messages: list[dict[str, Any]]) -> list[EntryFactory]:
@@ -28,12 +42,15 @@ def history_entries(messages: list[dict[str, Any]]) -> list[EntryFactory]:
         role = message.get("role")
         content = str(message.get("content") or "")
         if role == "user":
-            factories.append(partial(UserEntry, content))
+            factories.append(HistoryEntry(content, partial(UserEntry, content)))
         elif role == "assistant":
             if content.strip():
-                factories.append(partial(AssistantEntry, content))
+                factories.append(HistoryEntry(content, partial(AssistantEntry, content)))
             for call in message.get("tool_calls") or []:
-                factories.append(partial(_tool_entry, call, results.get(call.get("id"))))
+                result = results.get(call.get("id"))
+                fn = call.get("function", {})
+                shown = f"{fn.get('name', '')} {fn.get('arguments', '')} {(result or {}).get('content', '')}"
+                factories.append(HistoryEntry(shown, partial(_tool_entry, call, result)))
     return factories
 
 

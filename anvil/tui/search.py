@@ -1,7 +1,9 @@
 """Ctrl+F: find text in the transcript, since a full-screen app takes the terminal's own search away.
 
-Matching is on each entry's plain text (what the person reads); Enter jumps to the next match, Shift+Enter
-(or Up) to the previous one, Esc closes the bar and gives the focus back to the prompt.
+Matching is on each entry's plain text (what the person reads); Enter jumps to the next (older) match,
+Shift+Enter (or Down) back to newer ones, Esc closes the bar and gives the focus back to the prompt. Past the
+oldest match on screen, the part of a resumed session not yet mounted is searched too, and loaded down to
+the match.
 """
 
 from __future__ import annotations
@@ -68,8 +70,28 @@ class SearchBar(Horizontal):
         count.update(f"{self.index + 1}/{len(self.matches)}")
 
     def step(self, delta: int) -> None:
+        # Going back past the oldest match on screen: a resumed session's older entries are searched too,
+        # and mounted down to the match.
+        if delta < 0 and self.index <= 0 and self._reveal_older_match():
+            return
         if self.matches:
             self.index = (self.index + delta) % len(self.matches)
+            self._show()
+
+    def _reveal_older_match(self) -> bool:
+        needle = self.query_one(Input).value.strip().lower()
+        index = self.transcript.backlog_match(needle) if needle else None
+        if index is None:
+            return False
+        self.run_worker(self._load_and_show(index), group="search-backlog")
+        return True
+
+    async def _load_and_show(self, index: int) -> None:
+        oldest = self.matches[0] if self.matches else None
+        await self.transcript.load_through(index)
+        self._search(self.query_one(Input).value)
+        if oldest is not None and oldest in self.matches:  # the match just before the one that was oldest
+            self.index = max(0, self.matches.index(oldest) - 1)
             self._show()
 
     @on(Input.Submitted)

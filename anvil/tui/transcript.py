@@ -117,6 +117,20 @@ class Transcript(VerticalScroll):
         self._backlog, self._unshown, self._from_backlog = factories, len(factories), 0
         self._mount_older(shown)
 
+    def backlog_match(self, needle: str) -> int | None:
+        """Where in the backlog the newest entry not yet mounted whose text contains ``needle`` (lower case)
+        is, or None. Entries without a ``text`` (none today) are not searched."""
+        for index in range(self._unshown - 1, -1, -1):
+            if needle in str(getattr(self._backlog[index], "text", "")).lower():
+                return index
+        return None
+
+    async def load_through(self, index: int) -> None:
+        """Mount backlog entries down to (and including) ``index``, a batch at a time."""
+        while self._unshown > index:
+            if not await self.load_older():
+                break
+
     def request_older(self) -> None:
         """Load the next batch from the backlog soon (from a scroll watcher, a key, a click)."""
         if self._unshown and not self._loading_older:

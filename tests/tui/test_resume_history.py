@@ -220,3 +220,25 @@ async def test_pruning_live_entries_counts_everything_above_as_not_shown(project
         total = (400 - HISTORY_BATCH) + before + 80
         assert transcript.pruned == total - len(mounted)
         assert f"↑ {transcript.pruned} earlier entries are not shown" in marker_text(transcript)
+
+
+async def test_search_finds_and_loads_an_entry_not_yet_mounted(project: Path) -> None:
+    app = resumed_app(project, 60)  # 240 entries: turn 3 is far below the newest batch
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.started and history(app.transcript))
+        assert not any(e.plain_text == "question 3" for e in history(app.transcript))
+        await pilot.press("ctrl+f")
+        for key in "question 3":
+            await pilot.press("space" if key == " " else key)
+        await pilot.pause()
+        # Only the newest 50 entries (turns 48-60) are mounted. "question 3" also matches questions 30-39, so
+        # Enter walks back through those, loading the backlog down to each, and then reaches question 3.
+        for _ in range(20):
+            current = [e for e in app.transcript.entries() if e.has_class("-current")]
+            if current and current[0].plain_text == "question 3":
+                break
+            await pilot.press("enter")
+            await pilot.pause(0.05)
+        current = [e for e in app.transcript.entries() if e.has_class("-current")]
+        assert current and current[0].plain_text == "question 3"
+        assert app.transcript.unshown <= 2 * ENTRIES_PER_TURN  # everything from question 3 on is mounted now
