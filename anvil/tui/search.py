@@ -15,6 +15,11 @@ from textual.widgets import Input, Static
 
 from anvil.tui.transcript import Entry, Transcript
 
+#: How far above the oldest mounted entry a search looks in a resumed session's backlog. A match there is
+#: shown by mounting every entry in between, so the reach bounds what one Enter can cost (a 1,000-turn session
+#: has ~4,000 entries; mounting them all took minutes and hundreds of MB).
+BACKLOG_REACH = 200
+
 
 class SearchBar(Horizontal):
     DEFAULT_CLASSES = "search"
@@ -67,11 +72,14 @@ class SearchBar(Horizontal):
         current.add_class("-current")
         self.transcript.release_anchor()
         self.transcript.scroll_to_widget(current, animate=False, center=True)
-        count.update(f"{self.index + 1}/{len(self.matches)}")
+        count.update(self._position().rstrip(" ·"))
+
+    def _position(self) -> str:
+        return f"{self.index + 1}/{len(self.matches)} · " if self.matches else ""
 
     def step(self, delta: int) -> None:
-        # Going back past the oldest match on screen: a resumed session's older entries are searched too,
-        # and mounted down to the match.
+        # Going back past the oldest match on screen: a resumed session's older entries are searched too
+        # (within reach), and mounted down to the match.
         if delta < 0 and self.index <= 0 and self._reveal_older_match():
             return
         if self.matches:
@@ -80,9 +88,15 @@ class SearchBar(Horizontal):
 
     def _reveal_older_match(self) -> bool:
         needle = self.query_one(Input).value.strip().lower()
-        index = self.transcript.backlog_match(needle) if needle else None
+        index = self.transcript.backlog_match(needle, BACKLOG_REACH) if needle else None
         if index is None:
-            return False
+            if not (needle and self.transcript.unshown > BACKLOG_REACH):
+                return False  # everything was searched: wrap around to the newest match
+            # Stay at the oldest match rather than wrap, and say where the search stopped.
+            self.query_one(".count", Static).update(
+                f"{self._position()}none in the {BACKLOG_REACH} entries above; "
+                f"{self.transcript.unshown - BACKLOG_REACH:,} older not searched")
+            return True
         self.run_worker(self._load_and_show(index), group="search-backlog")
         return True
 

@@ -117,10 +117,11 @@ class Transcript(VerticalScroll):
         self._backlog, self._unshown, self._from_backlog = factories, len(factories), 0
         self._mount_older(shown)
 
-    def backlog_match(self, needle: str) -> int | None:
+    def backlog_match(self, needle: str, reach: int) -> int | None:
         """Where in the backlog the newest entry not yet mounted whose text contains ``needle`` (lower case)
-        is, or None. Entries without a ``text`` (none today) are not searched."""
-        for index in range(self._unshown - 1, -1, -1):
+        is, looking at most ``reach`` entries above the oldest mounted one (finding it means mounting all in
+        between), or None. Entries without a ``text`` (none today) are not searched."""
+        for index in range(self._unshown - 1, max(-1, self._unshown - 1 - reach), -1):
             if needle in str(getattr(self._backlog[index], "text", "")).lower():
                 return index
         return None

@@ -242,3 +242,20 @@ async def test_search_finds_and_loads_an_entry_not_yet_mounted(project: Path) ->
         current = [e for e in app.transcript.entries() if e.has_class("-current")]
         assert current and current[0].plain_text == "question 3"
         assert app.transcript.unshown <= 2 * ENTRIES_PER_TURN  # everything from question 3 on is mounted now
+
+
+async def test_search_into_the_backlog_stops_at_its_reach(project: Path) -> None:
+    from anvil.tui.search import BACKLOG_REACH, SearchBar
+
+    app = resumed_app(project, 200)  # 800 entries; "question 1" (entry 0) is far beyond one search's reach
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.started and history(app.transcript))
+        await pilot.press("ctrl+f")
+        for key in "question 1:":  # matches nothing: the entries read "question 1", no colon
+            await pilot.press("space" if key == " " else key)
+        unshown = app.transcript.unshown
+        await pilot.press("enter")
+        await pilot.pause()
+        count = str(app.query_one(SearchBar).query_one(".count").render())
+        assert "not searched" in count and f"{unshown - BACKLOG_REACH:,}" in count
+        assert app.transcript.unshown == unshown  # nothing was mounted for a match that is not there
