@@ -5,9 +5,8 @@ A model streams ``str`` text deltas, :class:`~anvil.core.events.Retrying` notice
 as :class:`ModelError`, which carries one friendly sentence and whether retrying could help.
 
 litellm takes seconds to import, so it is imported lazily (:func:`load_litellm`) and can be warmed
-in a background thread (:func:`warm_litellm`) after a front end has painted, or piece by piece
-(:data:`LITELLM_DEPENDENCIES` with :func:`preload`, then :func:`load_litellm`, :func:`warm_client` and
-:func:`warm_tool_calls`) by a front end that wants to pause between the pieces.
+piece by piece (:data:`LITELLM_DEPENDENCIES` with :func:`preload`, then :func:`load_litellm`,
+:func:`warm_client` and :func:`warm_tool_calls`) by a front end that pauses between the pieces.
 """
 
 from __future__ import annotations
@@ -99,13 +98,6 @@ def load_litellm() -> Any:
                 litellm.drop_params = True  # providers that lack stream_options etc. still work
                 _litellm = litellm
     return _litellm
-
-
-def warm_litellm() -> threading.Thread:
-    """Import litellm in a daemon thread so the first model call does not pay for it."""
-    thread = threading.Thread(target=load_litellm, name="anvil-warm-litellm", daemon=True)
-    thread.start()
-    return thread
 
 
 # litellm's heaviest dependencies (about 0.4 s, 0.1 s and 0.07 s of its ~1.8 s import), in the order it
