@@ -22,8 +22,10 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
+from textual.widgets.text_area import Edit, EditResult, Selection
 
 from anvil.mentions import list_project_files, match_files
+from anvil.tui.echo import paint_now
 
 HISTORY_LIMIT = 1000
 MAX_FILES = 20_000
@@ -84,6 +86,8 @@ class History:
 class PromptInput(TextArea):
     """The text area; the enclosing :class:`Composer` owns the completion menu."""
 
+    _echo_due = False  # a class default: TextArea.__init__ already edits and moves the cursor
+
     class Submitted(Message):
         def __init__(self, text: str) -> None:
             super().__init__()
@@ -138,6 +142,27 @@ class PromptInput(TextArea):
             self._recall(self.prompt_history.next(), event)
             return
         await super()._on_key(event)
+
+    # Every change to the text or the cursor is drawn as soon as the key that made it is handled, not at the
+    # screen's next frame, which a streaming reply can hold back for tens of milliseconds (see echo.py).
+
+    def edit(self, edit: Edit) -> EditResult:
+        result = super().edit(edit)
+        self._echo_soon()
+        return result
+
+    def _watch_selection(self, previous_selection: Selection, selection: Selection) -> None:
+        super()._watch_selection(previous_selection, selection)
+        self._echo_soon()
+
+    def _echo_soon(self) -> None:
+        if not self._echo_due:
+            self._echo_due = True
+            self.call_next(self._echo)  # after the key's handler: the text, cursor and scroll are all settled
+
+    def _echo(self) -> None:
+        self._echo_due = False
+        paint_now(self)
 
     def _recall(self, text: str | None, event: events.Key) -> None:
         if text is None:
