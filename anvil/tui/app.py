@@ -208,9 +208,12 @@ class AnvilApp(App[int]):
                 break
             if isinstance(problem, str) and problem:
                 self.add_line("notice", problem)
-        await self.warm_up.run("heap", warmup.settle_heap)  # last: everything start-up loads is loaded
-        self.warm_up.finish()
+        # The heap is settled last, once everything start-up loads is loaded. No answer needs it, so a waiting
+        # prompt goes first, and a hurry does not start it under the keys: it holds the GIL ~100-200 ms.
+        self.warm_up.holds_prompts = False
         self._send_waiting()
+        await self.warm_up.run("heap", warmup.settle_heap, hurried=False)
+        self.warm_up.finish()
 
     def runtime_ready(self) -> None:
         runtime = self.runtime

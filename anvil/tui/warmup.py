@@ -69,18 +69,22 @@ class WarmUp:
         self.done = True
         self.holds_prompts = False
 
-    async def until_quiet(self) -> None:
-        """Return once no key has come for ``idle`` seconds, or at once when hurried."""
-        while not self._hurry.is_set():
+    async def until_quiet(self, *, hurried: bool = True) -> None:
+        """Return once no key has come for ``idle`` seconds, or at once when hurried (unless ``hurried`` is
+        False: a step no prompt needs waits for the pause even then)."""
+        while not (hurried and self._hurry.is_set()):
             wait = self._last_key + self.idle - self._clock()
             if wait <= 0:
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._hurry.wait(), wait)
+            if hurried:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), wait)
+            else:
+                await asyncio.sleep(wait)
 
-    async def run(self, name: str, step: Callable[[], T]) -> T:
-        """``step()`` in a thread, started after a pause in typing."""
-        await self.until_quiet()
+    async def run(self, name: str, step: Callable[[], T], *, hurried: bool = True) -> T:
+        """``step()`` in a thread, started after a pause in typing (or at once once hurried, if ``hurried``)."""
+        await self.until_quiet(hurried=hurried)
         self.started.append(name)  # in the same loop turn as the check: no key can slip in between
         result = await asyncio.to_thread(step)
         self.finished.append(name)

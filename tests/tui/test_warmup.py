@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ async def test_a_prompt_sent_early_with_the_scripted_model_is_answered(project: 
         await pilot.press(*"hello")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.started and not app.busy and app.transcript.query(AssistantEntry))
-        assert app.warm_up.started == ["themes", "settings", "runtime", "heap"]
+        assert app.warm_up.started == ["themes", "settings", "runtime"]  # the heap waits for a quiet keyboard
         users = list(app.transcript.query(UserEntry))
         assert [e.text for e in users] == ["hello"] and not users[0].queued  # the queued copy was replaced
 
@@ -97,9 +98,11 @@ async def test_a_prompt_sent_early_hurries_every_step_and_the_tokenizer_is_warm_
         await pilot.press("enter")
         await wait_for(pilot, lambda: [e.text for e in app.transcript.query(AssistantEntry)]
                        == ["pong from the server"], timeout=60)
-    assert app.warm_up.started == ["themes", "settings", "runtime", *LITELLM_STEPS, "heap"]
+    # Settling the heap holds the GIL and no answer needs it: the hurry did not start it (the keyboard was
+    # never quiet for the idle time), and the prompt did not wait for it.
+    assert app.warm_up.started == ["themes", "settings", "runtime", *LITELLM_STEPS]
     finished, on_loop = at_first_call[0]
-    assert finished == app.warm_up.started  # the prompt waited for all of it
+    assert finished == app.warm_up.started  # the prompt waited for all of what it needs
     # The agent's counter first used litellm's tokenizer (which loads its encoding) in the warm-up's thread;
     # the turn's own counting, on the event loop, came after that.
     assert on_loop and on_loop[0] is False
@@ -126,6 +129,18 @@ async def test_until_quiet_waits_after_a_key_and_a_hurry_ends_the_wait() -> None
     warm.hurry()
     await asyncio.wait_for(waiting, 5)
     assert await warm.run("step", lambda: 42) == 42 and warm.started == warm.finished == ["step"]
+
+
+async def test_a_step_no_prompt_needs_waits_for_a_pause_even_when_hurried() -> None:
+    warm = WarmUp(idle=0.3)
+    warm.hurry()
+    warm.key_pressed()
+    started = time.monotonic()
+    await asyncio.wait_for(warm.until_quiet(hurried=False), 5)
+    assert time.monotonic() - started >= 0.25
+    started = time.monotonic()
+    await asyncio.wait_for(warm.until_quiet(), 5)  # hurried: no wait
+    assert time.monotonic() - started < 0.25
 
 
 def test_warm_tokenizer_counts_only_with_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
