@@ -25,7 +25,7 @@ from textual.widgets.option_list import Option
 from textual.widgets.text_area import Edit, EditResult, Selection
 
 from anvil.mentions import list_project_files, match_files
-from anvil.tui.echo import paint_now
+from anvil.tui.echo import EchoesAtOnce
 
 HISTORY_LIMIT = 1000
 MAX_FILES = 20_000
@@ -83,10 +83,8 @@ class History:
         return self.draft if self.cursor == len(self.entries) else self.entries[self.cursor]
 
 
-class PromptInput(TextArea):
+class PromptInput(EchoesAtOnce, TextArea):
     """The text area; the enclosing :class:`Composer` owns the completion menu."""
-
-    _echo_due = False  # a class default: TextArea.__init__ already edits and moves the cursor
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -148,21 +146,12 @@ class PromptInput(TextArea):
 
     def edit(self, edit: Edit) -> EditResult:
         result = super().edit(edit)
-        self._echo_soon()
+        self.echo_soon()
         return result
 
     def _watch_selection(self, previous_selection: Selection, selection: Selection) -> None:
         super()._watch_selection(previous_selection, selection)
-        self._echo_soon()
-
-    def _echo_soon(self) -> None:
-        if not self._echo_due:
-            self._echo_due = True
-            self.call_next(self._echo)  # after the key's handler: the text, cursor and scroll are all settled
-
-    def _echo(self) -> None:
-        self._echo_due = False
-        paint_now(self)
+        self.echo_soon()
 
     def _recall(self, text: str | None, event: events.Key) -> None:
         if text is None:

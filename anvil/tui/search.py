@@ -12,13 +12,27 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Input, Static
+from textual.widgets.input import Selection
 
+from anvil.tui.echo import EchoesAtOnce
 from anvil.tui.transcript import Entry, Transcript
 
 #: How far above the oldest mounted entry a search looks in a resumed session's backlog. A match there is
 #: shown by mounting every entry in between, so the reach bounds what one Enter can cost (a 1,000-turn session
 #: has ~4,000 entries; mounting them all took minutes and hundreds of MB).
 BACKLOG_REACH = 200
+
+
+class SearchInput(EchoesAtOnce, Input):
+    """The search field; what is typed shows at once, even while a reply streams (echo.py)."""
+
+    def _watch_value(self, value: str) -> None:
+        super()._watch_value(value)
+        self.echo_soon()
+
+    def _watch_selection(self, selection: Selection) -> None:
+        super()._watch_selection(selection)
+        self.echo_soon()
 
 
 class SearchBar(Horizontal):
@@ -31,7 +45,7 @@ class SearchBar(Horizontal):
         self.index = -1
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="Search the transcript (Enter next, Shift+Enter previous, Esc close)")
+        yield SearchInput(placeholder="Search the transcript (Enter next, Shift+Enter previous, Esc close)")
         yield Static("", classes="count")
 
     def open(self) -> None:

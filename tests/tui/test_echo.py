@@ -66,3 +66,14 @@ async def test_a_prompt_that_grows_waits_for_the_layout(project: Path) -> None:
         await wait_for(pilot, lambda: app.prompt.size.height >= 2)
         await pilot.press("c")
         assert echo.paint_now(app.prompt)
+
+
+async def test_the_search_field_shows_keys_while_the_screen_is_held(project: Path) -> None:
+    app = make_app(project, [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("ctrl+f")
+        await pilot.pause()
+        written = record_displays(app)
+        with app.batch_update():
+            await pilot.press(*"needle")
+            assert any("needle" in text for text in written)
