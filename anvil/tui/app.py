@@ -78,7 +78,8 @@ class AnvilApp(App[int]):
         self.warm_up = warmup.WarmUp()
         # A given runtime with a scripted model needs no warm-up: its prompts are never held.
         self.warm_up.holds_prompts = runtime is None or warmup.uses_litellm(runtime.agent.model)
-        self._waiting: list[str] = []  # prompts sent before the warm-up was over
+        self.model_loading = False  # /model is building and warming the new model: prompts wait for it
+        self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
         self._waiting_entries: list[UserEntry] = []
         self._renderer: TurnRenderer | None = None
         self._last_ctrl_c = 0.0
@@ -211,7 +212,7 @@ class AnvilApp(App[int]):
         # The heap is settled last, once everything start-up loads is loaded. No answer needs it, so a waiting
         # prompt goes first, and a hurry does not start it under the keys: it holds the GIL ~100-200 ms.
         self.warm_up.holds_prompts = False
-        self._send_waiting()
+        self.send_waiting()
         await self.warm_up.run("heap", warmup.settle_heap, hurried=False)
         self.warm_up.finish()
 
@@ -238,12 +239,17 @@ class AnvilApp(App[int]):
         if self.demo_prompt:
             self.play_demo(self.demo_prompt)
             self.demo_prompt = None  # once: /clear and /resume come back here
-        self._send_waiting()
+        self.send_waiting()
         self.started = True
 
-    def _send_waiting(self) -> None:
+    @property
+    def prompts_held(self) -> bool:
+        """Prompts wait (shown as queued) until the model they go to is loaded and warm."""
+        return self.runtime is None or self.warm_up.holds_prompts or self.model_loading
+
+    def send_waiting(self) -> None:
         """Prompts held while anvil warmed up, sent as one message (shown again as sent, not queued)."""
-        if self.warm_up.holds_prompts or not self._waiting:
+        if self.prompts_held or not self._waiting:
             return
         waiting, self._waiting = self._waiting, []
         for entry in self._waiting_entries:
@@ -295,7 +301,7 @@ class AnvilApp(App[int]):
 
     def send(self, text: str) -> None:
         """Start a turn, or queue the message when a turn is running or anvil is still warming up."""
-        if self.runtime is None or self.warm_up.holds_prompts:
+        if self.prompts_held:
             self._waiting.append(text)
             self._waiting_entries.append(self._add_user(text, queued=True))
             self.warm_up.hurry()  # the prompt needs every step: no more waiting for pauses in typing

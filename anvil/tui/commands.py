@@ -126,9 +126,28 @@ async def _model(app: AnvilApp, arg: str) -> None:
         app.add_line("notice", f"Model: {runtime.settings.model}. Switch with /model NAME "
                                "(any litellm model string, e.g. anthropic/claude-sonnet-4-5).")
         return
-    message = await runtime.switch_model(arg)
-    app.status.update_state(model=arg)
-    app.add_line("notice", f"Model switched to {arg}." + (f" {message}" if message else ""))
+    app.model_loading = True
+    app.status.update_state(phase=f"Loading {arg}…")
+    app.run_worker(_switch_model(app, runtime, arg), group="model", exit_on_error=False)
+
+
+async def _switch_model(app: AnvilApp, runtime: Runtime, name: str) -> None:
+    """In a worker, not in the app's message handler: building a litellm model may import litellm (seconds),
+    and keys must keep coming meanwhile. A prompt sent before the switch is over waits and goes to the new
+    model, which is warm by then (its first call imports nothing on the event loop)."""
+    from anvil.tui.warmup import warm_model
+
+    try:
+        message = await runtime.switch_model(name)
+        await warm_model(runtime)
+        app.status.update_state(model=name)
+        app.add_line("notice", f"Model switched to {name}." + (f" {message}" if message else ""))
+    except Exception as exc:  # the old model stays in use
+        app.add_line("error", f"/model failed: {type(exc).__name__}: {exc}")
+    finally:
+        app.model_loading = False
+        app.status.update_state(phase="")
+        app.send_waiting()
 
 
 @command("mode", "/mode [ask|accept_edits|auto|plan]", "cycle or set the approval mode (Shift+Tab cycles)")

@@ -44,6 +44,7 @@ class TurnRenderer:
                 self._steering_seen()
                 self.assistant = AssistantEntry()
                 await transcript.append(self.assistant)
+                status.update_state(phase="Writing…")
             await self.assistant.write(event.text)
         elif isinstance(event, ev.AssistantMessage):
             if self.assistant is None and event.text.strip():

@@ -144,6 +144,16 @@ def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
     return steps
 
 
+async def warm_model(runtime: Runtime) -> None:
+    """After /model: the steps the new model's first call needs, in threads, one after another. No waiting
+    for pauses in typing: the person asked for the switch and waits for it."""
+    for _name, step in model_steps(runtime, preflight=False):
+        try:
+            await asyncio.to_thread(step)
+        except Exception:  # the first call meets the problem again and says so in its turn
+            return
+
+
 #: The collector's thresholds once start-up is over. A young object is collected after 50,000 allocations
 #: instead of 700, so the many short-lived objects of each frame (strips, segments) die young in cheap
 #: collections instead of being promoted and walked again and again by full ones.

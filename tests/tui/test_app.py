@@ -46,6 +46,18 @@ async def test_a_prompt_streams_an_answer_as_markdown(project: Path) -> None:
         assert app.prompt.text == ""  # sent, so the input is empty again
 
 
+async def test_the_status_bar_says_writing_while_the_answer_streams(project: Path) -> None:
+    app = make_app(project, [{"text": "A slow answer, streamed in small pieces."}])
+    app.runtime.agent.model.delay = 0.05  # type: ignore[union-attr]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.started)
+        await submit(pilot, "go")
+        await wait_for(pilot, lambda: app.transcript.query(AssistantEntry))
+        assert app.busy and app.status.state.phase == "Writing…"
+        await wait_for(pilot, lambda: not app.busy)
+        assert app.status.state.phase == ""
+
+
 async def test_run_command_opens_the_modal_and_y_runs_it(project: Path) -> None:
     app = make_app(project, [{"text": "Creating it.", "tool_calls": [run("echo hi > made.txt")]}, {"text": "Done."}])
     async with app.run_test(size=SIZE) as pilot:

@@ -23,7 +23,7 @@ from anvil.tui.app import AnvilApp
 from anvil.tui.transcript import AssistantEntry, LineEntry, UserEntry
 from anvil.tui.warmup import WarmUp, warm_tokenizer
 from tests.support.openai_server import ScriptedOpenAIServer
-from tests.tui.conftest import wait_for
+from tests.tui.conftest import submit, wait_for
 
 SIZE = (100, 30)
 LITELLM_STEPS = ["openai", "aiohttp", "jinja2", "litellm", "client", "tool-calls", "tokenizer"]
@@ -106,6 +106,47 @@ async def test_a_prompt_sent_early_hurries_every_step_and_the_tokenizer_is_warm_
     # The agent's counter first used litellm's tokenizer (which loads its encoding) in the warm-up's thread;
     # the turn's own counting, on the event loop, came after that.
     assert on_loop and on_loop[0] is False
+    assert openai_server.requests[0]["messages"][-1]["content"] == "ping"
+
+
+async def test_model_switch_warms_the_new_model_and_a_prompt_sent_meanwhile_waits_for_it(
+        project: Path, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anvil.core.model
+
+    order: list[str] = []
+    preflight, warm_client, stream = LiteLLMModel.preflight, anvil.core.model.warm_client, LiteLLMModel.stream
+
+    def slow_preflight(self: LiteLLMModel) -> str | None:
+        time.sleep(0.5)  # long enough for the prompt below to arrive while the switch is still going on
+        order.append("checked")
+        return preflight(self)
+
+    def spy_warm_client(model: str) -> None:
+        order.append("warmed")
+        warm_client(model)
+
+    def spy_stream(self: LiteLLMModel, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
+        order.append("called")
+        return stream(self, messages, tools)
+
+    monkeypatch.setattr(LiteLLMModel, "preflight", slow_preflight)
+    monkeypatch.setattr(anvil.core.model, "warm_client", spy_warm_client)
+    monkeypatch.setattr(LiteLLMModel, "stream", spy_stream)
+    app = AnvilApp(project, flags={"model": "scripted", "api_base": openai_server.url},
+                   model=ScriptedModel([{"text": "from the scripted model"}]))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.started)
+        await submit(pilot, "/model openai/scripted")
+        await wait_for(pilot, lambda: app.model_loading)
+        await pilot.press(*"ping")  # the app keeps taking keys while the model loads
+        await pilot.press("enter")
+        assert app.prompt.text == "" and [e.text for e in app.transcript.query(UserEntry)] == ["ping"]
+        await wait_for(pilot, lambda: [e.text for e in app.transcript.query(AssistantEntry)]
+                       == ["pong from the server"], timeout=60)
+        notices = [e.text for e in app.transcript.entries() if isinstance(e, LineEntry) and e.kind == "notice"]
+        assert "Model switched to openai/scripted." in notices
+        assert app.status.state.model == "openai/scripted"
+    assert order == ["checked", "warmed", "called"]  # the prompt waited for the warm-up, then went to the new model
     assert openai_server.requests[0]["messages"][-1]["content"] == "ping"
 
 
