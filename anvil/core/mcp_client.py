@@ -54,10 +54,11 @@ def _client_info() -> Any:
 async def _load_mcp() -> None:
     """Import the mcp package in a thread: it takes about a second, which would freeze a front end's loop."""
     if "mcp.client.streamable_http" not in sys.modules:
-        await asyncio.to_thread(_import_mcp)
+        await asyncio.to_thread(import_mcp)
 
 
-def _import_mcp() -> None:
+def import_mcp() -> None:
+    """The mcp package's client modules (a front end may load them ahead, in a pause of typing)."""
     import mcp.client.stdio
     import mcp.client.streamable_http  # noqa: F401
 

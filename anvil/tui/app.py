@@ -428,6 +428,12 @@ class AnvilApp(App[int]):
     async def _start_runtime(self, runtime: Runtime) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
         runtime.notify = lambda message: self.add_line("notice", message)
+        if runtime.mcp is not None and runtime.mcp.servers:
+            from anvil.core.mcp_client import import_mcp
+
+            # About a second of imports that hold the GIL in stretches: in a pause of typing, like the warm-up.
+            with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
+                await self.warm_up.run("mcp", import_mcp)
         for notice in await runtime.start():
             self.add_line("notice", notice)
 

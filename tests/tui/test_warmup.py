@@ -8,6 +8,7 @@ came" does not depend on the machine's speed; nothing here times performance.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -53,6 +54,29 @@ async def test_no_step_starts_while_keys_come_and_all_run_after_a_pause(project:
         await wait_for(pilot, lambda: app.warm_up.done)
         assert app.warm_up.started == ["themes", "settings", "runtime", "heap"]  # the scripted model: no more
         assert app.started and app.runtime is not None
+
+
+async def test_mcp_is_loaded_in_a_pause_of_typing(project: Path, tmp_path: Path) -> None:
+    from anvil.config import Settings
+    from anvil.core.mcp_config import McpServerConfig
+    from tests.core.test_mcp import SERVER
+
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    settings = Settings(model="scripted", mcp_servers={"demo": McpServerConfig(command=sys.executable,
+                                                                                args=[str(script)])})
+    app = typing_app(project, {}, idle=1.0, settings=settings)
+    async with app.run_test(size=SIZE) as pilot:
+        loop = asyncio.get_running_loop()
+        typing_until = loop.time() + 1.5
+        while loop.time() < typing_until:
+            await pilot.press("x")
+            await asyncio.sleep(0.05)
+        assert "mcp" not in app.warm_up.started
+        await wait_for(pilot, lambda: "mcp" in app.warm_up.finished, timeout=30)
+        assert app.runtime is not None and app.runtime.mcp is not None
+        await asyncio.wait_for(app.runtime.mcp.wait_started(), 30)
+        await wait_for(pilot, lambda: "mcp__demo__add" in app.runtime.agent.tools.names(), timeout=30)
 
 
 async def test_a_prompt_sent_early_with_the_scripted_model_is_answered(project: Path) -> None:
