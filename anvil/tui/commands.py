@@ -140,7 +140,11 @@ async def _switch_model(app: AnvilApp, runtime: Runtime, name: str) -> None:
     try:
         message = await runtime.switch_model(name)
         await warm_model(runtime)
-        app.status.update_state(model=name)
+        # The gauge against the new window, counted with the new tokenizer (no turn runs meanwhile).
+        agent = runtime.agent
+        await asyncio.to_thread(agent.context.measure, agent.messages, agent.tools.schemas())
+        usage = agent.context.event()
+        app.status.update_state(model=name, used=usage.used, window=usage.window, estimated=usage.estimated)
         app.add_line("notice", f"Model switched to {name}." + (f" {message}" if message else ""))
     except Exception as exc:  # the old model stays in use
         app.add_line("error", f"/model failed: {type(exc).__name__}: {exc}")

@@ -157,9 +157,10 @@ async def test_model_switch_warms_the_new_model_and_a_prompt_sent_meanwhile_wait
     monkeypatch.setattr(anvil.core.model, "warm_client", spy_warm_client)
     monkeypatch.setattr(LiteLLMModel, "stream", spy_stream)
     app = AnvilApp(project, flags={"model": "scripted", "api_base": openai_server.url},
-                   model=ScriptedModel([{"text": "from the scripted model"}]))
+                   model=ScriptedModel([{"text": "from the scripted model"}], window=10_000))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.started)
+        small_window = app.runtime.agent.context.usable  # type: ignore[union-attr]
         await submit(pilot, "/model openai/scripted")
         await wait_for(pilot, lambda: app.model_loading)
         await pilot.press(*"ping")  # the app keeps taking keys while the model loads
@@ -170,6 +171,8 @@ async def test_model_switch_warms_the_new_model_and_a_prompt_sent_meanwhile_wait
         notices = [e.text for e in app.transcript.entries() if isinstance(e, LineEntry) and e.kind == "notice"]
         assert "Model switched to openai/scripted." in notices
         assert app.status.state.model == "openai/scripted"
+        # The gauge measures against the new model's window.
+        assert app.status.state.window == app.runtime.agent.context.usable != small_window  # type: ignore[union-attr]
     assert order == ["checked", "warmed", "called"]  # the prompt waited for the warm-up, then went to the new model
     assert openai_server.requests[0]["messages"][-1]["content"] == "ping"
 
