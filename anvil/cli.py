@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain.py)."""
-    from anvil.plain import launch
+    from anvil.plain.repl import launch
 
     return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest)
 
@@ -104,8 +104,8 @@ def _headless(args: Any) -> int:
     from pathlib import Path
 
     from anvil.config import ConfigError, load_settings
-    from anvil.core.model import ModelError
-    from anvil.core.session import SessionError
+    from anvil.core.model.litellm_model import ModelError
+    from anvil.core.session.store import SessionError
 
     prompt = _read_prompt(args.prompt)
     if prompt is None or not prompt.strip():
@@ -177,7 +177,7 @@ def _sessions(argv: list[str]) -> int:
     from pathlib import Path
 
     from anvil.config import data_dir
-    from anvil.core.session import SessionStore
+    from anvil.core.session.store import SessionStore
 
     if argv and argv[0] in {"-h", "--help"}:
         print("usage: anvil sessions\n\nList this directory's sessions, newest first; resume one with "

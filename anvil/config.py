@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from anvil.core.hooks import HooksConfig
-from anvil.core.mcp_config import McpServerConfig
-from anvil.core.subagent_types import AgentTypeConfig
-from anvil.core.tools.web import WebConfig
+from anvil.core.hooks.runner import HooksConfig
+from anvil.core.mcp.config import McpServerConfig
+from anvil.core.subagents.agent_types import AgentTypeConfig
+from anvil.core.tools.web.web_tools import WebConfig
 
 
 class ConfigError(Exception):

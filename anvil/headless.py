@@ -28,7 +28,7 @@ from anvil.core.events import (
     Retrying,
     TurnEnded,
 )
-from anvil.core.model import ModelError
+from anvil.core.model.litellm_model import ModelError
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

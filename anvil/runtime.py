@@ -14,23 +14,23 @@ from typing import Any
 
 from anvil import __version__
 from anvil.config import Settings, data_dir, user_config_dir
-from anvil.core.agent import Agent
-from anvil.core.approval import ApprovalPolicy
-from anvil.core.checkpoints import FileCheckpointStore
 from anvil.core.events import TodoItem
-from anvil.core.hooks import HOOK_EVENTS, HookRunner
-from anvil.core.mcp_client import McpManager
-from anvil.core.model import LiteLLMModel, Model, RetryPolicy
+from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
+from anvil.core.loop.agent import Agent
+from anvil.core.mcp.client import McpManager
+from anvil.core.model.litellm_model import LiteLLMModel, Model, RetryPolicy
+from anvil.core.model.scripted import ScriptedModel
+from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.prompts import build_system_prompt
-from anvil.core.scripted import ScriptedModel
-from anvil.core.session import Session, SessionState, SessionStore, repair_history
-from anvil.core.subagent_types import load_agent_types
-from anvil.core.subagents import TaskTool
+from anvil.core.session.checkpoints import FileCheckpointStore
+from anvil.core.session.store import Session, SessionState, SessionStore, repair_history
+from anvil.core.session.undo import UndoManager
+from anvil.core.subagents.agent_types import load_agent_types
+from anvil.core.subagents.task_tool import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
 from anvil.core.tools.interaction import attach_policy
-from anvil.core.tools.web import web_tools
-from anvil.core.undo import UndoManager
+from anvil.core.tools.web.web_tools import web_tools
 
 
 @dataclass

@@ -85,7 +85,7 @@ def client(url: str) -> None:
 
 
 async def litellm_client(url: str) -> None:
-    from anvil.core.model import load_litellm
+    from anvil.core.model.litellm_model import load_litellm
 
     litellm = load_litellm()
     response = await litellm.acompletion(model="openai/scripted", api_base=url, api_key="sk-local-bench",

@@ -19,9 +19,9 @@ import sys
 import time
 from typing import Any
 
-from anvil.core.compaction import Compactor
-from anvil.core.context import ContextMeter, TokenCounter
-from anvil.core.model import Usage, load_litellm
+from anvil.core.context.compaction import Compactor
+from anvil.core.context.meter import ContextMeter, TokenCounter
+from anvil.core.model.litellm_model import Usage, load_litellm
 
 MODEL = "openai/gpt-4o"
 TOOLS = [{"type": "function", "function": {"name": f"tool{i}", "description": "A tool. " * 20, "parameters": {

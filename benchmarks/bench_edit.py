@@ -29,8 +29,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from anvil.core.tools.base import ToolContext, ToolError
-from anvil.core.tools.editing import EditFileArgs, EditFileTool
-from anvil.core.tools.files import ReadFileArgs, ReadFileTool
+from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
+from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 EDIT_BUDGET_MS = 300.0
 

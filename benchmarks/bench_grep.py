@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 from anvil.core.tools.base import ToolContext
-from anvil.core.tools.ripgrep import COMMON_ARGS, find_rg
-from anvil.core.tools.search import GrepTool
+from anvil.core.tools.search.ripgrep import COMMON_ARGS, find_rg
+from anvil.core.tools.search.search_tools import GrepTool
 
 BUDGET = 1.2
 MODES = ("files_with_matches", "content", "count")

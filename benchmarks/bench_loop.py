@@ -18,9 +18,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from anvil.core.agent import Agent
-from anvil.core.model import Completion, StreamItem, ToolCall, Usage
-from anvil.core.session import SessionStore
+from anvil.core.loop.agent import Agent
+from anvil.core.model.litellm_model import Completion, StreamItem, ToolCall, Usage
+from anvil.core.session.store import SessionStore
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
 
 

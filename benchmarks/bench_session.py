@@ -51,7 +51,7 @@ MODULE = "".join(f"def handler_{i}(request, context):  return compute(request.bo
 
 def write_session(data_home: Path, project: Path, turns: int) -> str:
     """A session file of ``turns`` turns with tool output, in the format anvil writes; returns its id."""
-    from anvil.core.session import SessionStore
+    from anvil.core.session.store import SessionStore
 
     store = SessionStore(data_home / "anvil", project)
     session = store.create("scripted", "bench")
@@ -182,7 +182,7 @@ class LoopModel:
         return self.window
 
     async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
-        from anvil.core.model import Completion, ToolCall, Usage
+        from anvil.core.model.litellm_model import Completion, ToolCall, Usage
 
         self.calls += 1
         chars = sum(len(str(m.get("content") or "")) + 40 for m in messages)

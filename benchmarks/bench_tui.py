@@ -93,7 +93,7 @@ class PacedModel:
         return 200_000
 
     async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
-        from anvil.core.model import Completion, Usage
+        from anvil.core.model.litellm_model import Completion, Usage
 
         start, sent = time.perf_counter(), 0
         while sent < len(self.text):

@@ -16,7 +16,7 @@ def loaded_after(code: str) -> dict[str, bool]:
 
 
 def test_core_and_headless_import_nothing_heavy() -> None:
-    loaded = loaded_after("import anvil.core, anvil.core.agent, anvil.core.model, anvil.core.tools, "
+    loaded = loaded_after("import anvil.core, anvil.core.loop.agent, anvil.core.model.litellm_model, anvil.core.tools, "
                           "anvil.headless, anvil.runtime, anvil.config, anvil.cli")
     assert loaded == dict.fromkeys(HEAVY, False)
 

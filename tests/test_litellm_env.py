@@ -18,7 +18,7 @@ PROBE = "ANVIL_DOTENV_PROBE"
 def test_importing_litellm_through_anvil_leaves_a_dotenv_alone(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text(f"{PROBE}=leaked\n")
     env = {k: v for k, v in os.environ.items() if k not in (PROBE, "LITELLM_MODE")}
-    code = ("import os; from anvil.core.model import load_litellm; load_litellm(); "
+    code = ("import os; from anvil.core.model.litellm_model import load_litellm; load_litellm(); "
             f"print(os.environ.get({PROBE!r}, 'absent'))")
     # `python -c` has no main file, so dotenv would search from the working directory: the .env above.
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

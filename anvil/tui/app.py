@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.mentions import expand_mentions
+from anvil.frontend.mentions import expand_mentions
 from anvil.tui import warmup
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import configured_theme, early_theme, user_config_dir
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     # Not imported before the first paint: the events module alone costs ~10 ms of dataclass building.
     from anvil.config import Settings
     from anvil.core import events as ev
-    from anvil.core.model import Model
+    from anvil.core.model.litellm_model import Model
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
@@ -429,7 +429,7 @@ class AnvilApp(App[int]):
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
         runtime.notify = lambda message: self.add_line("notice", message)
         if runtime.mcp is not None and runtime.mcp.servers:
-            from anvil.core.mcp_client import import_mcp
+            from anvil.core.mcp.client import import_mcp
 
             # About a second of imports that hold the GIL in stretches: in a pause of typing, like the warm-up.
             with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems

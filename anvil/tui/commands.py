@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from anvil.export import export_markdown
+from anvil.frontend.export import export_markdown
 
 if TYPE_CHECKING:
     from anvil.runtime import Runtime
@@ -259,7 +259,7 @@ async def _undo(app: AnvilApp, arg: str) -> None:
 @command("rewind", "/rewind [turn] [code|chat|both] [!]",
          "list turns, or go back to before one (code, conversation or both)", idle_only=True)
 async def _rewind(app: AnvilApp, arg: str) -> None:
-    from anvil.core.undo import rewind_choices
+    from anvil.core.session.undo import rewind_choices
 
     runtime = app.runtime
     if runtime is None or runtime.undo is None:

@@ -1,6 +1,6 @@
 """`anvil --demo`: the real app on a copy of the demo project, driven by a scripted model.
 
-No key and no network: the bundled script (anvil/core/scripts/tui_demo.json) streams text, keeps a todo
+No key and no network: the bundled script (anvil/core/model/scripts/tui_demo.json) streams text, keeps a todo
 list, asks to run the tests (the approval modal), edits wordstat.py (a diff) and, once the turn is over,
 the app compacts the conversation. The person only presses ``y`` when asked.
 """
@@ -15,8 +15,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from anvil.core.context import REPLY_RESERVE_FRACTION
-from anvil.core.scripted import ScriptedModel
+from anvil.core.context.meter import REPLY_RESERVE_FRACTION
+from anvil.core.model.scripted import ScriptedModel
 
 DEMO_PROMPT = "The case-insensitivity test in wordstat fails. Find out why and fix it."
 #: Seconds between streamed chunks: slow enough to watch, fast enough not to bore.
@@ -54,7 +54,7 @@ def prepare_demo_project() -> Path:
 
 
 def demo_model() -> ScriptedModel:
-    text = resources.files("anvil.core").joinpath("scripts/tui_demo.json").read_text(encoding="utf-8")
+    text = resources.files("anvil.core.model").joinpath("scripts/tui_demo.json").read_text(encoding="utf-8")
     return ScriptedModel(json.loads(text), name="scripted", delay=CHUNK_DELAY, window=demo_window())
 
 

@@ -24,7 +24,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Edit, EditResult, Selection
 
-from anvil.mentions import list_project_files, match_files
+from anvil.frontend.mentions import list_project_files, match_files
 from anvil.tui.echo import EchoesAtOnce
 
 HISTORY_LIMIT = 1000

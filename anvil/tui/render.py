@@ -10,7 +10,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from anvil.core import events as ev
-from anvil.core.subagents import SubagentEvent
+from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.tui.transcript import AssistantEntry, ToolEntry, UserEntry
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from anvil.config import Settings
-    from anvil.core.context import TokenCounter
-    from anvil.core.model import Model
+    from anvil.core.context.meter import TokenCounter
+    from anvil.core.model.litellm_model import Model
     from anvil.runtime import Runtime
 
 T = TypeVar("T")
@@ -121,7 +121,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue
 
 
 def uses_litellm(model: object) -> bool:
-    # By name: importing anvil.core.model for an isinstance check would load the events module early.
+    # By name: importing anvil.core.model.litellm_model for an isinstance check would load the events module early.
     return type(model).__name__ == "LiteLLMModel"
 
 
@@ -133,7 +133,7 @@ def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
     model = runtime.agent.model
     if not uses_litellm(model):
         return []
-    from anvil.core.model import LITELLM_DEPENDENCIES, load_litellm, preload, warm_client, warm_tool_calls
+    from anvil.core.model.litellm_model import LITELLM_DEPENDENCIES, load_litellm, preload, warm_client, warm_tool_calls
 
     steps: list[ModelStep] = [(name, partial(preload, name)) for name in LITELLM_DEPENDENCIES]
     check = getattr(model, "preflight", None) if preflight else None
@@ -178,7 +178,7 @@ def warm_tokenizer(counter: TokenCounter) -> None:
     """Count one short message with the agent's counter, so its encoding is loaded here (~0.1-0.25 s of
     tiktoken) rather than when the first model call measures the context on the event loop."""
     if counter.use_litellm:
-        from anvil.core.model import load_litellm
+        from anvil.core.model.litellm_model import load_litellm
 
         load_litellm()  # the counter estimates until litellm is imported; it is by now, this makes sure
         counter.count_message({"role": "user", "content": "Hello"})

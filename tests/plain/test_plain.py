@@ -23,14 +23,14 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from anvil.config import Settings, data_dir
-from anvil.core.context import REPLY_RESERVE_FRACTION
+from anvil.core.context.meter import REPLY_RESERVE_FRACTION
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanProposed, QuestionAsked
-from anvil.core.scripted import ScriptedModel
+from anvil.core.model.scripted import ScriptedModel
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from anvil.plain import PlainRepl
-from anvil.plain_commands import closest, command_list
-from anvil.plain_input import PlainCompleter
-from anvil.plain_render import diff_text, toolbar
+from anvil.plain.commands import closest, command_list
+from anvil.plain.input import PlainCompleter
+from anvil.plain.render import diff_text, toolbar
+from anvil.plain.repl import PlainRepl
 from anvil.runtime import Runtime, open_runtime
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[=>]")
@@ -472,7 +472,7 @@ async def test_an_engine_failure_ends_the_turn_not_the_repl(make_repl: Any, monk
 
 
 async def test_sub_agent_tool_calls_are_shown_nested(make_repl: Any) -> None:
-    subagents = pytest.importorskip("anvil.core.subagents", reason="sub-agents have not landed")
+    subagents = pytest.importorskip("anvil.core.subagents.task_tool", reason="sub-agents have not landed")
     from anvil.core.events import ToolCallStarted, ToolResultEvent
 
     repl = make_repl([], start=False)
@@ -495,8 +495,8 @@ async def test_compact_runs_the_engines_compaction(make_repl: Any) -> None:
 
 
 async def test_mcp_lists_servers_and_their_tools(make_repl: Any, tmp_path: Path) -> None:
-    from anvil.core.mcp_config import McpServerConfig
-    from tests.core.test_mcp import SERVER
+    from anvil.core.mcp.config import McpServerConfig
+    from tests.core.mcp.test_mcp import SERVER
 
     script = tmp_path / "server.py"
     script.write_text(SERVER)

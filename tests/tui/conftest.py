@@ -11,8 +11,8 @@ import pytest
 from textual.pilot import Pilot
 
 from anvil.config import Settings
-from anvil.core.approval import ApprovalPolicy
-from anvil.core.scripted import ScriptedModel
+from anvil.core.model.scripted import ScriptedModel
+from anvil.core.policy.approval import ApprovalPolicy
 from anvil.runtime import Runtime, open_runtime
 from anvil.tui.app import AnvilApp
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from anvil.core.approval import ApprovalPolicy, Verdict
 from anvil.core.events import ToolCallStarted
+from anvil.core.policy.approval import ApprovalPolicy, Verdict
 from anvil.core.tools.base import Tool, ToolContext
 from anvil.tui.app import AnvilApp
 from anvil.tui.approval import ApprovalScreen
@@ -371,7 +371,7 @@ def test_key_argument_names_what_a_call_is_about() -> None:
 
 
 def test_export_markdown_has_every_message() -> None:
-    from anvil.export import export_markdown
+    from anvil.frontend.export import export_markdown
 
     messages = [{"role": "system", "content": "secret system prompt"}, {"role": "user", "content": "hi"},
                 {"role": "assistant", "content": "", "tool_calls": [

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from anvil.config import Settings
+from anvil.core.context.snapshot import is_snapshot
 from anvil.core.events import CompactionFinished, CompactionStarted, ContextUsage, ToolResultEvent
-from anvil.core.snapshot import is_snapshot
 from anvil.runtime import open_runtime
 from anvil.tui import demo
 

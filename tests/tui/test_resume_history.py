@@ -12,8 +12,8 @@ from typing import Any
 from textual import events
 
 from anvil.config import Settings, data_dir
-from anvil.core.scripted import ScriptedModel
-from anvil.core.session import SessionStore
+from anvil.core.model.scripted import ScriptedModel
+from anvil.core.session.store import SessionStore
 from anvil.runtime import open_runtime
 from anvil.tui.app import AnvilApp
 from anvil.tui.transcript import HISTORY_BATCH, MAX_ENTRIES, AssistantEntry, Entry, ToolEntry, Transcript, UserEntry

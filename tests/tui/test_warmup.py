@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from anvil.core.context import TokenCounter
-from anvil.core.model import LiteLLMModel
-from anvil.core.scripted import ScriptedModel
+from anvil.core.context.meter import TokenCounter
+from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.scripted import ScriptedModel
 from anvil.tui.app import AnvilApp
 from anvil.tui.transcript import AssistantEntry, LineEntry, UserEntry
 from anvil.tui.warmup import WarmUp, warm_tokenizer
@@ -58,8 +58,8 @@ async def test_no_step_starts_while_keys_come_and_all_run_after_a_pause(project:
 
 async def test_mcp_is_loaded_in_a_pause_of_typing(project: Path, tmp_path: Path) -> None:
     from anvil.config import Settings
-    from anvil.core.mcp_config import McpServerConfig
-    from tests.core.test_mcp import SERVER
+    from anvil.core.mcp.config import McpServerConfig
+    from tests.core.mcp.test_mcp import SERVER
 
     script = tmp_path / "server.py"
     script.write_text(SERVER)
@@ -135,10 +135,10 @@ async def test_a_prompt_sent_early_hurries_every_step_and_the_tokenizer_is_warm_
 
 async def test_model_switch_warms_the_new_model_and_a_prompt_sent_meanwhile_waits_for_it(
         project: Path, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    import anvil.core.model
+    from anvil.core.model import litellm_model
 
     order: list[str] = []
-    preflight, warm_client, stream = LiteLLMModel.preflight, anvil.core.model.warm_client, LiteLLMModel.stream
+    preflight, warm_client, stream = LiteLLMModel.preflight, litellm_model.warm_client, LiteLLMModel.stream
 
     def slow_preflight(self: LiteLLMModel) -> str | None:
         time.sleep(0.5)  # long enough for the prompt below to arrive while the switch is still going on
@@ -154,7 +154,7 @@ async def test_model_switch_warms_the_new_model_and_a_prompt_sent_meanwhile_wait
         return stream(self, messages, tools)
 
     monkeypatch.setattr(LiteLLMModel, "preflight", slow_preflight)
-    monkeypatch.setattr(anvil.core.model, "warm_client", spy_warm_client)
+    monkeypatch.setattr(litellm_model, "warm_client", spy_warm_client)
     monkeypatch.setattr(LiteLLMModel, "stream", spy_stream)
     app = AnvilApp(project, flags={"model": "scripted", "api_base": openai_server.url},
                    model=ScriptedModel([{"text": "from the scripted model"}], window=10_000))
@@ -212,9 +212,9 @@ async def test_a_step_no_prompt_needs_waits_for_a_pause_even_when_hurried() -> N
 
 
 def test_warm_tokenizer_counts_only_with_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
-    import anvil.core.model
+    import anvil.core.model.litellm_model
 
-    monkeypatch.setattr(anvil.core.model, "load_litellm", lambda: None)
+    monkeypatch.setattr(anvil.core.model.litellm_model, "load_litellm", lambda: None)
 
     class Counter:
         def __init__(self, use_litellm: bool) -> None:

@@ -7,12 +7,12 @@ from anvil.core.tools.base import ToolRegistry
 
 def default_tools() -> ToolRegistry:
     """Every built-in tool, in the order the model sees them."""
-    from anvil.core.tools.editing import edit_tools
-    from anvil.core.tools.files import file_tools
+    from anvil.core.tools.edit.edit_tools import edit_tools
+    from anvil.core.tools.files.file_tools import file_tools
     from anvil.core.tools.interaction import INTERACTION_TOOLS
-    from anvil.core.tools.search import SEARCH_TOOLS
-    from anvil.core.tools.shell import SHELL_TOOLS
-    from anvil.core.tools.test_runner import TEST_TOOLS
+    from anvil.core.tools.search.search_tools import SEARCH_TOOLS
+    from anvil.core.tools.shell.shell_tools import SHELL_TOOLS
+    from anvil.core.tools.shell.test_runner import TEST_TOOLS
     from anvil.core.tools.todos import TODO_TOOLS
 
     return ToolRegistry([*file_tools(), *edit_tools(), *SEARCH_TOOLS, *SHELL_TOOLS, *TEST_TOOLS, *TODO_TOOLS,

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from anvil.core.checkpoints import CheckpointStore, NullCheckpointStore
 from anvil.core.events import Event
+from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
 
 
 class ToolError(Exception):
@@ -86,7 +86,7 @@ class ToolContext:
 
     def resolve(self, path: str) -> Path:
         """A model-supplied path, made absolute and checked to be inside the project."""
-        from anvil.core.tools.paths import resolve_path
+        from anvil.core.tools.files.paths import resolve_path
 
         return resolve_path(path, self.root, self.settings.allowed_dirs)
 

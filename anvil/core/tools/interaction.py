@@ -24,7 +24,7 @@ from anvil.core.events import Notice, PlanDecision, PlanProposed, QuestionAsked
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
-    from anvil.core.approval import ApprovalPolicy
+    from anvil.core.policy.approval import ApprovalPolicy
 
 POLICY_KEY = "policy"
 CALL_ID_KEY = "call_id"

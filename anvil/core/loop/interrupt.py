@@ -1,0 +1,85 @@
+"""Interrupts: the person's "stop" reaching whatever the loop is waiting on (a stream, a tool, an approval).
+
+Every wait in the loop goes through :meth:`Interrupter.until`, which races the awaited work against the
+interrupt flag and cancels the work when the flag wins; model streams are pumped through a queue for the
+same reason, so a stop lands between two chunks rather than at the end of the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
+
+from anvil.core.model.litellm_model import Model, ModelError
+
+T = TypeVar("T")
+
+
+class Interrupted(Exception):
+    """Raised inside the loop when the person interrupted; never escapes the agent."""
+
+
+class Interrupter:
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def clear(self) -> None:
+        self._event.clear()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    async def until(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` unless the person interrupts first (then cancel it and raise)."""
+        work = asyncio.ensure_future(awaitable)
+        if self._event.is_set():
+            work.cancel()
+            raise Interrupted
+        stop = asyncio.ensure_future(self._event.wait())
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if work.done():
+            return work.result()
+        work.cancel()
+        with contextlib.suppress(BaseException):
+            await work
+        raise Interrupted
+
+    async def stream(self, model: Model, messages: list[dict[str, Any]],
+                     tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
+        """Model items via a queue fed by a task, so an interrupt can cancel the stream at any point."""
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+
+        async def pump() -> None:
+            try:
+                async for item in model.stream(messages, tools):
+                    queue.put_nowait(item)
+            except Exception as exc:
+                queue.put_nowait(exc)
+            finally:
+                queue.put_nowait(done)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                item = await self.until(queue.get())
+                if item is done:
+                    return
+                if isinstance(item, ModelError):
+                    raise item
+                if isinstance(item, Exception):
+                    raise ModelError(f"The model call failed unexpectedly: {item!r}") from item
+                yield item
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task

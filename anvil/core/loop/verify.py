@@ -1,0 +1,109 @@
+"""Final verification: the project's own checks, run when a turn that changed files is about to end.
+
+The commands come from the ``verify`` setting (e.g. ``["ruff check .", "pytest -q"]``) and run in order in
+the project root, each in its own process group with a timeout. A failure goes back to the model as a
+short, focused message (the command, its exit status and the tail of its output, where errors usually
+are), and the turn goes on for a bounded number of extra model calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from anvil.core.context.snapshot import ENGINE_MARK
+
+TAIL_LINES = 60
+TAIL_CHARS = 4000
+# Tools that change the project's files when they succeed. Other non-read-only tools count too, except
+# these, which run things (and their effects are what the checks are for) rather than write files.
+FILE_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
+RUNNING_TOOLS = frozenset({"run_command", "run_tests", "kill_command"})
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    command: str
+    ok: bool
+    exit_code: int | None
+    output: str
+    duration: float
+    timed_out: bool = False
+
+    @property
+    def status(self) -> str:
+        if self.timed_out:
+            return "timed out"
+        if self.exit_code is None:
+            return "could not start"
+        return "passed" if self.ok else f"failed (exit {self.exit_code})"
+
+
+def tail(output: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
+    kept = output.rstrip("\n").splitlines()[-lines:]
+    text = "\n".join(kept)
+    if len(text) > chars:
+        text = "..." + text[-chars:]
+    return text
+
+
+async def run_check(command: str, root: Path, timeout: float) -> CheckResult:
+    started = time.monotonic()
+    try:
+        process = await asyncio.create_subprocess_shell(
+            command, cwd=root, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True)  # its own group: a timeout kills it all
+    except OSError as exc:
+        return CheckResult(command, False, None, f"Could not start the command: {exc}", 0.0)
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), timeout)
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(process.wait(), 5)
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+        return CheckResult(command, False, None, f"No result within {timeout:g}s; the command was stopped.",
+                           time.monotonic() - started, timed_out=True)
+    text = out.decode("utf-8", errors="replace")
+    return CheckResult(command, process.returncode == 0, process.returncode, text, time.monotonic() - started)
+
+
+async def run_checks(commands: list[str], root: Path, timeout: float) -> list[CheckResult]:
+    """Every command, in order: all failures are worth seeing at once, not only the first."""
+    return [await run_check(command, root, timeout) for command in commands]
+
+
+def failure_message(failures: list[CheckResult], retries_left: int) -> str:
+    """The user-role message that gives the model the failures, focused on what it needs to fix."""
+    parts = [f"{ENGINE_MARK} Verification after your changes failed. anvil ran the project's checks in the "
+             "project root:"]
+    for result in failures:
+        parts.append(f"\n$ {result.command}\n{result.status}, last lines of output:\n{tail(result.output)}")
+    parts.append(f"\nFix the cause (not the checks), then finish; the checks run again when you stop. "
+                 f"{retries_left} more model calls are allowed for this.")
+    return "\n".join(parts)
+
+
+def report(results: list[CheckResult], changed: bool = True) -> str:
+    """One honest sentence for the person about the last verification run."""
+    failed = [r for r in results if not r.ok]
+    names = ", ".join(f"`{r.command}`" for r in results)
+    if not failed:
+        return f"Verification passed: {names}."
+    detail = "; ".join(f"`{r.command}` {r.status}: {_last_line(r.output)}" for r in failed)
+    why = "" if changed else " The model stopped without changing anything after the failure."
+    rerun = " and ".join(f"`{r.command}`" for r in failed)
+    return (f"Verification still failing: {detail}.{why} Run {rerun} in the project root to see the whole "
+            "output, or ask anvil to keep fixing it.")
+
+
+def _last_line(output: str) -> str:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return (lines[-1][:160] if lines else "(no output)")

@@ -1,0 +1,139 @@
+"""MCP tools as anvil tools: names, schemas passed through, and results turned into text for the model.
+
+A server's tool ``search`` on server ``github`` becomes ``mcp__github__search`` (characters outside
+``[A-Za-z0-9_-]`` become ``_``; names past 64 characters, the providers' limit, are cut and given a
+hash suffix). Its ``inputSchema`` goes to the model as is, since there is no pydantic model to
+generate one from; anvil checks only that the required keys are there and leaves the rest to the
+server, which validates its own input. Every MCP tool asks before running (rules match the name:
+``mcp__github__*(*)``) and counts as changing things unless the server marks it ``readOnlyHint``.
+
+This module never imports ``mcp`` at import time: results are read by attribute, so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ConfigDict
+
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    from anvil.core.mcp.client import McpServer
+
+PREFIX = "mcp__"
+MAX_NAME = 64
+MAX_DESCRIPTION = 4000
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def sanitize(part: str) -> str:
+    return _UNSAFE.sub("_", part) or "_"
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``mcp__<server>__<tool>``, safe for every provider's function-name rules."""
+    name = f"{PREFIX}{sanitize(server)}__{sanitize(tool)}"
+    if len(name) > MAX_NAME:  # keep it unique when cut: two long names rarely share a hash
+        digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+        name = f"{name[:MAX_NAME - 9]}_{digest}"
+    return name
+
+
+class McpArgs(ToolArgs):
+    """Whatever the server's schema describes: kept as extra fields and passed through."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class McpTool(Tool):
+    """One tool of one MCP server. Instances carry their own name and description."""
+
+    Args = McpArgs
+
+    def __init__(self, server: McpServer, remote: Any) -> None:
+        self.server = server
+        self.remote_name: str = remote.name
+        # name/description are class-level on built-in tools; MCP tools are made at run time, one per instance
+        self.name = tool_name(server.name, remote.name)  # type: ignore[misc]
+        text = (remote.description or getattr(remote, "title", None) or "").strip()
+        self.description = (f"[MCP server '{server.name}'] {text or remote.name}")[:MAX_DESCRIPTION]  # type: ignore[misc]
+        annotations = getattr(remote, "annotations", None)
+        self.read_only = bool(annotations is not None and annotations.read_only_hint)  # type: ignore[misc]
+        schema = dict(remote.input_schema or {})
+        schema.pop("title", None)
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})  # some providers reject an object schema without properties
+        self.input_schema = schema
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": self.input_schema}}
+
+    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
+        return True  # code we know nothing about; rules like mcp__server__*(*) allow it without asking
+
+    def phase(self, args: Any) -> str:
+        return f"{self.server.name}: {self.remote_name}"
+
+    async def run(self, args: McpArgs, ctx: ToolContext) -> ToolResult:
+        arguments = dict(args.model_extra or {})
+        missing = [key for key in self.input_schema.get("required", []) if key not in arguments]
+        if missing:
+            raise ToolError(f"Missing required parameter(s) for {self.name}: {', '.join(missing)}. "
+                            "Check the tool's schema and call it again with them.")
+        result = await self.server.call(self.remote_name, arguments)
+        return format_result(self.name, result, ctx.settings.output_budget)
+
+
+def format_result(name: str, result: Any, budget: int) -> ToolResult:
+    """A ``CallToolResult`` as text: text joined, media summarised, ``isError`` as a failed result."""
+    parts = [describe_content(block) for block in (result.content or [])]
+    structured = getattr(result, "structured_content", None)
+    if not any(p.strip() for p in parts) and structured is not None:
+        parts = [json.dumps(structured, ensure_ascii=False, indent=2)]
+    text = "\n".join(p for p in parts if p) or "(no output)"
+    text = clip(text, budget)
+    failed = bool(getattr(result, "is_error", False))
+    first = text.strip().split("\n", 1)[0][:120]
+    return ToolResult(f"The MCP tool {name} reported an error:\n{text}" if failed else text, ok=not failed,
+                      summary=first if failed else f"{len(text):,} characters")
+
+
+def describe_content(block: Any) -> str:
+    """One content block as text; binary content is described, never inlined."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return str(block.text)
+    if kind in {"image", "audio"}:
+        size = len(block.data) * 3 // 4  # base64
+        return f"[{kind} ({block.mime_type}, about {size:,} bytes): not shown to the model]"
+    if kind == "resource":
+        return describe_resource(block.resource)
+    if kind == "resource_link":
+        return f"[resource link: {block.name} <{block.uri}>" + (f" - {block.description}]" if block.description
+                                                                else "]")
+    return f"[{kind or 'unknown'} content: not shown]"
+
+
+def describe_resource(contents: Any) -> str:
+    """A resource's contents: text as is (headed by its URI), blobs summarised."""
+    text = getattr(contents, "text", None)
+    if text is not None:
+        return f"[resource {contents.uri}]\n{text}"
+    blob = getattr(contents, "blob", "") or ""
+    mime = getattr(contents, "mime_type", None) or "binary"
+    return f"[resource {contents.uri} ({mime}, about {len(blob) * 3 // 4:,} bytes): binary, not shown]"
+
+
+def clip(text: str, budget: int) -> str:
+    """Head and tail of a long output, saying how much was cut from the middle."""
+    if len(text) <= budget:
+        return text
+    keep = max(budget // 2, 1)
+    cut = len(text) - 2 * keep
+    return f"{text[:keep]}\n[... {cut:,} characters cut: ask the tool for less, e.g. a narrower query ...]\n" \
+           f"{text[-keep:]}"

@@ -1,0 +1,84 @@
+"""A deterministic model that replays a script: for tests, demos and benchmarks.
+
+A script is a list of turns; each turn is what the model "says" on one call:
+
+    {"text": "Let me look.", "tool_calls": [{"name": "read_file", "arguments": {"path": "app.py"}}]}
+    {"error": "rate limited", "retryable": true}   # raise a ModelError instead of answering
+
+It streams text in small chunks, like a real provider, and reports usage estimated from the
+request size so gauges and totals move. When the script runs out it says so instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from anvil.core.model.litellm_model import Completion, ModelError, StreamItem, ToolCall, Usage
+
+
+class ScriptedModel:
+    def __init__(self, turns: list[dict[str, Any]], *, name: str = "scripted", chunk_chars: int = 6,
+                 delay: float = 0.0, window: int = 200_000) -> None:
+        self.name = name
+        self.turns = list(turns)
+        self.calls: list[list[dict[str, Any]]] = []  # the messages of every call, for assertions
+        self.chunk_chars = chunk_chars
+        self.delay = delay
+        self.window = window
+        self._next = 0
+
+    @classmethod
+    def from_spec(cls, spec: str) -> ScriptedModel:
+        """``scripted`` (the bundled demo) or ``scripted:PATH`` (a JSON script file)."""
+        _, _, path = spec.partition(":")
+        if not path:
+            text = resources.files("anvil.core.model").joinpath("scripts/demo.json").read_text(encoding="utf-8")
+            return cls(json.loads(text))
+        try:
+            turns = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ModelError(f"Cannot read the model script {path}: {exc.strerror}. Check the path.") from exc
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"The model script {path} is not valid JSON: {exc}. Fix it and retry.") from exc
+        if not isinstance(turns, list):
+            raise ModelError(f"The model script {path} must be a JSON list of turns.")
+        return cls(turns)
+
+    def context_window(self) -> int | None:
+        return self.window
+
+    @property
+    def remaining(self) -> int:
+        return len(self.turns) - self._next
+
+    async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+        self.calls.append([dict(m) for m in messages])
+        if self._next < len(self.turns):
+            turn = self.turns[self._next]
+            self._next += 1
+        else:
+            turn = {"text": "(The scripted model has nothing more to say.)"}
+        if "error" in turn:
+            raise ModelError(str(turn["error"]), retryable=bool(turn.get("retryable")),
+                             kind=str(turn.get("kind", "error")))
+        text = str(turn.get("text", ""))
+        for start in range(0, len(text), self.chunk_chars):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield text[start:start + self.chunk_chars]
+        calls = []
+        for index, call in enumerate(turn.get("tool_calls", [])):
+            args = call.get("arguments", {})
+            raw = args if isinstance(args, str) else json.dumps(args)
+            calls.append(ToolCall(call.get("id") or f"call_{self._next}_{index}", call["name"], raw))
+        prompt_chars = sum(len(json.dumps(m)) for m in messages) + len(json.dumps(tools))
+        usage = Usage(prompt_tokens=prompt_chars // 4, completion_tokens=max(1, len(text) // 4))
+        if "usage" in turn:
+            usage = Usage(**turn["usage"])
+        yield Completion(text, calls, usage, cost=turn.get("cost"),
+                         finish_reason="tool_calls" if calls else "stop")

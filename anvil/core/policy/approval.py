@@ -1,0 +1,333 @@
+"""Approval policy: decides, for each tool call, whether it runs, is asked about, or is refused.
+
+Front ends never decide; they only ask the person when the verdict is ``ask``. Headless mode turns
+``ask`` into a refusal that tells the model why.
+
+What needs asking, by default:
+- ``run_command``: the command policy (:mod:`anvil.core.policy.command_policy`): parsed into simple commands,
+  each allowed by a rule on its own, risky forms and the hard-deny list handled there.
+- other tools that declare ``needs_approval`` (kill_command, run_tests, later MCP and web tools): tool
+  rules written ``name(*)`` (``run_tests(*)``, ``mcp__github__*(*)``), else ask.
+- edits and writes apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
+- reads, searches and todos never ask.
+
+Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules are read
+from the ``[permissions]`` tables of ``.anvil/config.toml`` and the user config, plus the files anvil
+writes when the person picks "always allow": ``.anvil/permissions.toml`` and
+``$XDG_CONFIG_HOME/anvil/permissions.toml``. anvil writes only those files, never the person's
+hand-written config, so nothing they wrote (comments included) is lost.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from anvil.core.tools.base import Tool, ToolContext
+
+Action = Literal["allow", "ask", "deny"]
+Scope = Literal["session", "project", "user"]
+SCOPES: tuple[Scope, ...] = ("session", "project", "user")
+#: ask: commands are asked about; accept_edits: edits apply without asking even when ask_edits is on;
+#: auto: everything runs except the hard-deny list; plan: read and plan only, until the person approves
+#: a plan (exit_plan_mode), which returns to the previous mode. Front ends cycle these (Shift+Tab).
+Mode = Literal["ask", "accept_edits", "auto", "plan"]
+MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
+EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
+EXIT_PLAN_TOOL = "exit_plan_mode"
+PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
+                    "when it is ready, and the person will review it before anything is changed.")
+_TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Action
+    #: who or what decided: "auto-approve", a rule pattern, "hard-deny", "no approval needed"...
+    by: str = ""
+    reasons: tuple[str, ...] = ()
+    #: for "deny" (and "ask", for headless): what the model is told
+    message: str = ""
+    #: for "ask": the rule "always allow" would save
+    suggested_pattern: str | None = None
+
+
+def permission_files(root: Path, user_config_dir: Path) -> dict[Scope, Path]:
+    """The files anvil writes "always allow" rules to, by scope."""
+    return {"project": root / ".anvil" / "permissions.toml", "user": user_config_dir / "permissions.toml"}
+
+
+def _read_permissions(path: Path) -> tuple[list[str], list[str]]:
+    from anvil.config import ConfigError, read_toml
+
+    data = read_toml(path)
+    table = data.get("permissions", data) if path.name == "config.toml" else data
+    if not isinstance(table, dict):
+        return [], []
+    lists = []
+    for key in ("allow", "deny"):
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: '{key}' should be a list of strings, e.g. [\"git status\", \"pytest*\"].")
+        lists.append(list(value))
+    return lists[0], lists[1]
+
+
+def load_rule_lists(root: Path, user_config_dir: Path) -> dict[Scope, tuple[list[str], list[str]]]:
+    """allow/deny patterns per scope, from the config files and anvil's permission files."""
+    sources: dict[Scope, list[Path]] = {
+        "user": [user_config_dir / "config.toml", user_config_dir / "permissions.toml"],
+        "project": [root / ".anvil" / "config.toml", root / ".anvil" / "permissions.toml"],
+    }
+    result: dict[Scope, tuple[list[str], list[str]]] = {}
+    for scope, paths in sources.items():
+        allow: list[str] = []
+        deny: list[str] = []
+        for path in paths:
+            a, d = _read_permissions(path)
+            allow += a
+            deny += d
+        result[scope] = (allow, deny)
+    return result
+
+
+def _toml_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
+
+
+def save_rule(path: Path, pattern: str, effect: Literal["allow", "deny"] = "allow") -> None:
+    """Add a pattern to an anvil permissions file, keeping every rule already there."""
+    allow, deny = _read_permissions(path) if path.exists() else ([], [])
+    target = allow if effect == "allow" else deny
+    if pattern in target:
+        return
+    target.append(pattern)
+    lines = ["# Rules saved by anvil when you chose \"always allow\". Edit freely: anvil keeps every rule here",
+             "# and rewrites this file when it adds one. Rules in config.toml [permissions] apply too.",
+             "allow = [" + ", ".join(_toml_string(p) for p in allow) + "]",
+             "deny = [" + ", ".join(_toml_string(p) for p in deny) + "]", ""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    tmp.replace(path)
+
+
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+# Programs that only read, for plan mode. A rule like "git *" or "sed *" is the person allowing a program in
+# general, not saying it cannot change anything, so plan mode also needs the command itself to be read-only.
+_READ_ONLY_PROGRAMS = frozenset({
+    "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ag", "find", "fd", "tree", "pwd", "echo",
+    "printf", "which", "type", "file", "stat", "du", "df", "diff", "cmp", "sort", "cut", "tr", "nl", "basename",
+    "dirname", "realpath", "readlink", "date", "whoami", "uname", "id", "true", "false", "test", "[",
+    "sha256sum", "sha1sum", "md5sum", "jq", "column", "hexdump", "xxd", "od", "strings",
+})
+_READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "blame", "grep", "ls-files", "ls-tree", "rev-parse",
+                            "describe", "shortlog", "cat-file", "merge-base", "rev-list"})
+# Options that make an otherwise read-only program write or run something.
+_WRITING_OPTIONS = {"find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fls"),
+                    "sort": ("-o", "--output"), "tree": ("-o",), "git": ("--output", "--ext-diff")}
+
+
+def _plan_mode_problem(command: str) -> str | None:
+    """Why a command (already allowed by the rules) may still change something, or None when it only reads."""
+    from anvil.core.policy.shell_parse import parse_command
+
+    for cmd in parse_command(command).commands:
+        writes = [r.target for r in cmd.redirects if r.writes and r.target not in _HARMLESS_TARGETS]
+        if writes:
+            return f"it writes to {writes[0]}"
+        if not cmd.words:
+            continue
+        if cmd.name not in _READ_ONLY_PROGRAMS and cmd.name != "git":
+            return f"{cmd.name} is not a read-only program"
+        if cmd.name == "git":
+            sub = next((w for w in cmd.args if not w.startswith("-")), "")
+            if sub not in _READ_ONLY_GIT:
+                return f"git {sub} is not a read-only git command" if sub else "git needs a read-only subcommand"
+        risky = _WRITING_OPTIONS.get(cmd.name, ())
+        bad = next((w for w in cmd.args if any(w == o or w.startswith(o + "=") or (o.startswith("-f") and
+                    w.startswith(o)) for o in risky)), None)
+        if bad is not None:
+            return f"{cmd.name} {bad} can change files or run programs"
+    return None
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    tool: str
+    effect: Literal["allow", "deny"]
+    scope: Scope
+    #: what the call must match: "*" for any call, or e.g. "domain:docs.python.org" for web_fetch
+    subject: str = "*"
+
+    @property
+    def pattern(self) -> str:
+        return f"{self.tool}({self.subject})"
+
+    def covers(self, tool: Tool, args: Any) -> bool:
+        from anvil.core.policy.rules import tool_rule_matches
+
+        if not tool_rule_matches(self.tool, tool.name):
+            return False
+        if self.subject in ("", "*"):
+            return True
+        subject_of = getattr(tool, "rule_subject", None)  # tools whose rules name part of the call
+        if subject_of is None:
+            return False
+        from fnmatch import fnmatchcase
+
+        return fnmatchcase(subject_of(args).lower(), self.subject.strip().lower())
+
+
+class ApprovalPolicy:
+    """Rules, modes and risk put together. Without rules it still asks about what tools declare."""
+
+    def __init__(self, auto_approve: bool = False, *, rule_lists: dict[Scope, tuple[list[str], list[str]]] | None
+                 = None, ask_edits: bool = False, files: dict[Scope, Path] | None = None,
+                 home: Path | None = None, mode: Mode | None = None) -> None:
+        from anvil.core.policy.rules import CommandRules
+
+        self.mode: Mode = "auto" if auto_approve else "ask"
+        #: the mode plan mode returns to once a plan is approved
+        self.previous_mode: Mode = self.mode
+        if mode is not None:
+            self.set_mode(mode)
+        self.ask_edits = ask_edits
+        self.files = files or {}
+        self.home = home or Path.home()
+        self.rules = CommandRules()
+        self.tool_rules: list[ToolRule] = []
+        for scope, (allow, deny) in (rule_lists or {}).items():
+            for pattern in allow:
+                self._add(pattern, "allow", scope)
+            for pattern in deny:
+                self._add(pattern, "deny", scope)
+
+    @classmethod
+    def from_config(cls, root: Path, user_config_dir: Path, *, auto_approve: bool = False,
+                    ask_edits: bool = False, mode: Mode | None = None) -> ApprovalPolicy:
+        """``mode`` None: "auto" with auto_approve, else "ask". ``mode="plan"`` with auto_approve starts in
+        plan mode and returns to "auto" when the plan is approved (headless approves it by itself then)."""
+        return cls(auto_approve, rule_lists=load_rule_lists(root, user_config_dir), ask_edits=ask_edits,
+                   files=permission_files(root, user_config_dir), mode=mode)
+
+    def _add(self, pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> None:
+        match = _TOOL_RULE.match(pattern.strip())
+        if match and match.group(1) != "run_command":
+            self.tool_rules.append(ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*"))
+            return
+        command = match.group(2) if match else pattern  # run_command(git status) == git status
+        try:
+            self.rules.add(command, effect, scope)
+        except ValueError as exc:
+            from anvil.config import ConfigError
+
+            raise ConfigError(f"Permission rule '{pattern}' ({scope}): {exc}") from exc
+
+    # -- modes ---------------------------------------------------------------------------------------
+
+    @property
+    def auto_approve(self) -> bool:
+        return self.mode == "auto"
+
+    def set_mode(self, mode: Mode) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown approval mode {mode!r}; expected one of {', '.join(MODES)}")
+        if mode != self.mode and self.mode != "plan":
+            self.previous_mode = self.mode  # plan mode goes back to the last mode that could change things
+        self.mode = mode
+
+    def next_mode(self) -> Mode:
+        """Cycle to the next mode and return it (Shift+Tab in the front ends)."""
+        self.set_mode(MODES[(MODES.index(self.mode) + 1) % len(MODES)])
+        return self.mode
+
+    @property
+    def planning(self) -> bool:
+        return self.mode == "plan"
+
+    def exit_plan(self) -> Mode:
+        """Leave plan mode for the mode it was entered from (a plan was approved); returns the new mode."""
+        if self.mode == "plan":
+            self.mode = self.previous_mode if self.previous_mode != "plan" else "ask"
+        return self.mode
+
+    # -- decisions -----------------------------------------------------------------------------------
+
+    def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
+        if self.mode == "plan":
+            return self._evaluate_plan(tool, args, ctx)
+        if tool.name == "run_command":
+            from anvil.core.policy.command_policy import evaluate_command
+
+            shell = ctx.state.get("shell")
+            cwd = getattr(shell, "cwd", None)
+            return evaluate_command(args.command, self.rules, ctx.root, self.home, self.auto_approve, cwd=cwd)
+        if tool.name in EDIT_TOOLS:
+            if self.ask_edits and self.mode == "ask":
+                return Verdict("ask", by="ask_edits", reasons=("edits need approval (ask_edits = true)",),
+                               message="Not applied: edits need the user's approval.",
+                               suggested_pattern=f"{tool.name}(*)")
+            return Verdict("allow", by="no approval needed")
+        if not tool.needs_approval(args, ctx):
+            return Verdict("allow", by="no approval needed")
+        return self._evaluate_tool(tool, args)
+
+    def _evaluate_plan(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
+        """Plan mode: reads, todos and exit_plan_mode; commands only when a rule allows them and they are
+        plainly harmless. Nothing is asked: the point of plan mode is that nothing changes until the plan
+        is approved, and a refusal tells the model what to do instead."""
+        if tool.name == EXIT_PLAN_TOOL:
+            return Verdict("allow", by="plan mode")
+        if tool.name == "run_command":
+            from anvil.core.policy.command_policy import evaluate_command
+
+            shell = ctx.state.get("shell")
+            verdict = evaluate_command(args.command, self.rules, ctx.root, self.home, False,
+                                       cwd=getattr(shell, "cwd", None))
+            problem = _plan_mode_problem(args.command) if verdict.action == "allow" else None
+            if verdict.action == "allow" and not verdict.reasons and problem is None:
+                return Verdict("allow", by=f"{verdict.by} (plan mode)")
+            why = (verdict.reasons[0] if verdict.reasons else problem or
+                   "no allow rule covers it, and plan mode runs only read-only commands your rules allow")
+            return Verdict("deny", by="plan mode", reasons=(why,), message=PLAN_MODE_DENIAL.format(
+                what=f"`{args.command}` ({why})"))
+        if tool.read_only:
+            return self._evaluate_plain(tool, args, ctx)
+        return Verdict("deny", by="plan mode", reasons=(f"{tool.name} can change files or run code",),
+                       message=PLAN_MODE_DENIAL.format(what=tool.name))
+
+    def _evaluate_plain(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
+        if not tool.needs_approval(args, ctx):
+            return Verdict("allow", by="no approval needed")
+        return self._evaluate_tool(tool, args)
+
+    def _evaluate_tool(self, tool: Tool, args: Any) -> Verdict:
+        name = tool.name
+        for rule in self.tool_rules:
+            if rule.effect == "deny" and rule.covers(tool, args):
+                return Verdict("deny", by=rule.pattern, reasons=(f"matches the {rule.scope} deny rule",),
+                               message=f"Refused by the user's deny rule '{rule.pattern}' ({rule.scope} scope).")
+        if self.auto_approve:
+            return Verdict("allow", by="auto-approve")
+        for rule in self.tool_rules:
+            if rule.effect == "allow" and rule.covers(tool, args):
+                return Verdict("allow", by=rule.pattern)
+        subject_of = getattr(tool, "rule_subject", None)  # web_fetch: "always allow" is per domain
+        subject = subject_of(args) if subject_of is not None else "*"
+        return Verdict("ask", by="no matching rule", message=f"Not run: {name} needs the user's approval.",
+                       suggested_pattern=f"{name}({subject})")
+
+    def remember(self, tool: str, pattern: str, scope: str) -> None:
+        """Keep an "always allow" rule in its scope; project and user rules are saved to disk at once."""
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
+        if tool == "run_command" and _TOOL_RULE.match(pattern) is None:
+            pattern = pattern.strip()
+        self._add(pattern, "allow", scope)  # type: ignore[arg-type]
+        path = self.files.get(scope)  # type: ignore[call-overload]
+        if path is not None:
+            save_rule(path, pattern)

@@ -1,0 +1,88 @@
+"""The verdict for one ``run_command``: rules, risk and auto-approve put together.
+
+Order, first match wins:
+
+1. The command cannot be parsed: ask, even with auto-approve. What we cannot read we cannot check
+   for the hard-deny list, and a person is there to look; headless refuses and the model can
+   rewrite it (simpler, or as a script file).
+2. Hard-deny (see ``command_risk``): refused, even with auto-approve, with a message telling the
+   model not to look for another way.
+3. A deny rule on any part: refused, naming the rule. Deny beats allow and auto-approve, because a
+   deny rule is something the person wrote down on purpose.
+4. Auto-approve: allowed, risky or not.
+5. Every part allowed by a rule: allowed. But a rule only covers a risky part when it names the
+   words that make it risky: ``git *`` allows ``git status`` and not ``git push --force``;
+   ``rm *`` allows ``rm notes.txt`` but not ``rm -rf build``, which needs ``rm -rf *``; a delete
+   outside the project needs a rule naming that path. Risky parts with nothing a rule could name
+   (``curl … | sh``, a program only known at run time) always ask. Broad rules stay useful for
+   everyday commands without quietly covering the dangerous forms.
+6. Otherwise ask about the first part no rule covers, with every risk reason, and an "always
+   allow" pattern that keeps the risky words literal (``rm -rf *``) so that, once saved, the same
+   command does not ask again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from anvil.core.policy.approval import Verdict
+from anvil.core.policy.command_risk import Finding, RiskReport, classify
+from anvil.core.policy.rules import CommandRule, CommandRules, suggest_pattern
+from anvil.core.policy.shell_parse import SimpleCommand, parse_command
+
+
+def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,
+                     auto_approve: bool = False, cwd: Path | None = None) -> Verdict:
+    parsed = parse_command(command)
+    if not parsed.ok:
+        reason = f"the command could not be checked: {parsed.error}"
+        return Verdict("ask", by="parse failure", reasons=(reason,),
+                       message=f"Not run: {reason}. Simplify the command or put it in a script file.")
+    report = classify(parsed, root, home, cwd)
+    hard = tuple(dict.fromkeys(f.reason for f in report.findings if f.level == "hard_deny"))
+    if hard:
+        return Verdict("deny", by="hard-deny", reasons=hard, message=(
+            f"Refused: this command {hard[0]}. anvil never runs it, even with auto-approve. Do not try "
+            "to reach the same result another way; if it is really needed, ask the user to run it."))
+    decision = rules.decide(parsed)
+    if decision.action == "deny" and decision.rule is not None and decision.command is not None:
+        rule, part = decision.rule, decision.command.text
+        reason = f"matches the {rule.scope} deny rule '{rule.pattern}'"
+        return Verdict("deny", by=rule.pattern, reasons=(reason,), message=(
+            f"Refused by the user's deny rule '{rule.pattern}' ({rule.scope} scope): {part}. "
+            "Do not retry it or work around it; ask the user if it is needed."))
+    if auto_approve:
+        return Verdict("allow", by="auto-approve", reasons=report.reasons)
+    used: list[CommandRule] = []
+    for i, cmd in enumerate(parsed.commands):
+        risky = [f for f in report.for_command(i) if f.level == "risky"]
+        if not cmd.words:  # assignments, bare redirections: nothing to allow unless they are risky
+            if risky:
+                return _ask(cmd, risky, report, ())
+            continue
+        candidates = rules.allow_rules_for(cmd)
+        rule = next((r for r in candidates if _covers(r, risky)), None)
+        if rule is None:
+            return _ask(cmd, risky, report, candidates)
+        used.append(rule)
+    by = ", ".join(dict.fromkeys(r.pattern for r in used)) or "nothing to run"
+    return Verdict("allow", by=by, reasons=report.reasons)
+
+
+def _covers(rule: CommandRule, risky: list[Finding]) -> bool:
+    return all(f.triggers and all(rule.names(t) for t in f.triggers) for f in risky)
+
+
+def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
+         candidates: tuple[CommandRule, ...]) -> Verdict:
+    reasons = list(report.reasons)
+    if candidates:
+        reasons.append(f"'{candidates[0].pattern}' allows this command, but not its risky form")
+    elif cmd.words:
+        reasons.append(f"no rule allows: {cmd.text}")
+    suggestion = None
+    if cmd.words and all(f.triggers for f in risky):
+        suggestion = suggest_pattern(cmd, keep=[t for f in risky for t in f.triggers])
+    message = "Not run: the command needs the user's approval" + (f" ({reasons[0]})." if reasons else ".")
+    return Verdict("ask", by="risk" if candidates else "no matching rule", reasons=tuple(reasons),
+                   message=message, suggested_pattern=suggestion)

@@ -1,0 +1,398 @@
+"""How dangerous a shell command is, and why, in words a person reads in an approval dialog.
+
+Decisions:
+
+* Three levels. ``hard_deny`` is refused even with auto-approve: commands with no plausible use
+  in a coding session whose mistakes cannot be undone (``rm -rf /``, ``~``, ``$HOME``, the project
+  itself or a system directory; ``mkfs``; ``dd`` or a redirection onto a disk device; fork bombs;
+  shutdown/reboot; recursive chmod/chown of ``/``; ``kill -9 -1``). ``risky`` keeps asking under
+  broad rules (see ``command_policy``). Everything else is ``normal``.
+* Each finding carries ``triggers``: the words an allow rule must spell out to cover it (``-rf``,
+  ``--force``, a path outside the project). A finding with no triggers (a download piped into a
+  shell, a program only known at run time) cannot be pre-approved by any rule.
+* Where a path lands (the project, scratch space, home, a system directory) is judged in
+  :mod:`anvil.core.policy.risk_paths`; this module finds which words are paths and tracks ``cd``.
+  A delete whose target is only known at run time is risky; a plain write to one is not (that is
+  most build output, and flagging it would teach people to click through).
+* This is a safety net for honest mistakes, not a sandbox: code inside ``python -c`` or a script
+  file is not read.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Literal
+
+from anvil.core.policy.risk_paths import Places, strip_glob
+from anvil.core.policy.rules import subcommand_index
+from anvil.core.policy.shell_parse import ParsedCommand, SimpleCommand, is_dynamic, parse_command
+from anvil.core.policy.shell_words import SHELLS, privileged_inner
+
+RiskLevel = Literal["normal", "risky", "hard_deny"]
+_ORDER = {"normal": 0, "risky": 1, "hard_deny": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: RiskLevel
+    reason: str
+    command: int  # index into ParsedCommand.commands
+    triggers: tuple[str, ...] = ()  # words a rule must name to cover this; () = no rule can
+
+
+@dataclass(frozen=True)
+class RiskReport:
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def level(self) -> RiskLevel:
+        return max((f.level for f in self.findings), key=_ORDER.__getitem__, default="normal")
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.reason for f in self.findings))
+
+    def for_command(self, index: int) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.command == index)
+
+
+def classify(command: str | ParsedCommand, root: Path, home: Path, cwd: Path | None = None) -> RiskReport:
+    parsed = parse_command(command) if isinstance(command, str) else command
+    return _Checker(parsed, root, home, cwd or root).run()
+
+
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh", "aria2c"})
+_INTERPRETER = re.compile(r"(python[0-9.]*|pypy3?|node|nodejs|deno|bun|ruby|perl|php)")
+_PUBLISH = {"npm": {"publish", "unpublish", "deprecate"}, "pnpm": {"publish"}, "yarn": {"publish"},
+            "bun": {"publish"}, "twine": {"upload"}, "cargo": {"publish", "yank"}, "poetry": {"publish"},
+            "gem": {"push", "yank"}, "uv": {"publish"}, "hatch": {"publish"}, "flit": {"publish"}}
+_POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
+_GIT_RUNS = re.compile("|".join((  # git config keys whose value is a command git will run
+    r"core\.(pager|sshcommand|fsmonitor|editor|hookspath|askpass)", r"sequence\.editor", r"alias\.",
+    r"diff\.external", r".*\.textconv", r"credential\.helper", r"gpg\.program", r".*command")), re.I)
+_UPLOAD = ("-T", "--upload-file", "-F", "--form", "--post-file", "@")
+_FORK_BOMB = re.compile(r"([\w:.]+)\(\)\{\1\|\1&")
+
+
+def _short(text: str, limit: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _split(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(options, operands): options stop at ``--``."""
+    opts, operands, done = [], [], False
+    for a in args:
+        if not done and a == "--":
+            done = True
+        elif not done and a.startswith("-") and a != "-":
+            opts.append(a)
+        else:
+            operands.append(a)
+    return opts, operands
+
+
+def _has_short(opts: list[str], letters: str) -> list[str]:
+    return [o for o in opts if not o.startswith("--") and set(o[1:]) & set(letters)]
+
+
+_FIND_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex",
+                         "-iregex", "-type", "-xtype", "-newer", "-mtime", "-mmin", "-atime", "-amin",
+                         "-ctime", "-cmin",
+                         "-size", "-user", "-group", "-uid", "-gid", "-perm", "-empty", "-links", "-inum",
+                         "-samefile", "-lname", "-ilname", "-prune", "-used", "-readable", "-writable"})
+
+
+def _find_parts(args: tuple[str, ...]) -> tuple[list[str], bool]:
+    """find's start paths, and whether a test (``-name``, ``-type``...) filters what it visits.
+    Unfiltered, ``find X -delete`` is ``rm -rf X``."""
+    k = next((k for k, a in enumerate(args) if a[:1] in "-(!" and a not in ("-L", "-P", "-H")), len(args))
+    starts = [a for a in args[:k] if a not in ("-L", "-P", "-H")] or ["."]
+    expression, in_exec = [], False
+    for a in args[k:]:  # the words of -exec ... ; are not find's own tests
+        in_exec = (in_exec and a not in (";", "+")) or a in ("-exec", "-execdir", "-ok", "-okdir")
+        if not in_exec:
+            expression.append(a)
+    return starts, any(a in _FIND_TESTS for a in expression)
+
+
+def _executes_input(words: tuple[str, ...]) -> bool:
+    """A shell or interpreter that runs whatever it reads on stdin (``sh``, ``sudo bash -s``)."""
+    inner = privileged_inner(words)
+    words = inner[1] if inner else words
+    if not words:
+        return False
+    name = posixpath.basename(words[0])
+    if name not in SHELLS and not _INTERPRETER.fullmatch(name):
+        return False
+    opts, operands = _split(words[1:])
+    if any(o in ("-e", "-m", "--eval", "-p", "-r") or (name in SHELLS and "c" in o[1:] and o[1] != "-")
+           for o in opts):
+        return False
+    return not operands or operands[0] == "-" or "-s" in opts
+
+
+class _Checker:
+    def __init__(self, parsed: ParsedCommand, root: Path, home: Path, cwd: Path) -> None:
+        self.parsed, self.cmds = parsed, parsed.commands
+        self.places = Places.of(root, home)
+        self.cwd: str | None = posixpath.normpath(str(cwd))
+        self.findings: list[Finding] = []
+        self.i, self.text = 0, ""
+
+    def run(self) -> RiskReport:
+        for i, cmd in enumerate(self.cmds):
+            self.i, self.text, cwd = i, cmd.text, self.cwd
+            self._command(cmd, cmd.words, cwd)
+            for r in cmd.redirects:
+                if r.writes:
+                    self._write(r.target, cwd, f"{r.op} {r.target}")
+            if cmd.name in ("cd", "pushd", "popd") and cmd.origin == "command":
+                target = cmd.args[0] if cmd.args else "~"
+                self.cwd = None if cmd.name == "popd" or target == "-" else self.places.resolve(target, cwd)
+        self._downloads()
+        compact = re.sub(r"\s+", "", self.parsed.source)
+        if _FORK_BOMB.search(compact) or "{:|:&}" in compact:
+            self._add("hard_deny", "is a fork bomb (starts processes until the machine stalls)", index=0)
+        unique = dict.fromkeys(self.findings)
+        return RiskReport(tuple(unique))
+
+    def _add(self, level: RiskLevel, reason: str, triggers: tuple[str, ...] = (),
+             index: int | None = None) -> None:
+        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers))
+
+    # --- paths ---------------------------------------------------------------------------------------
+
+    def _targets(self, cmd: SimpleCommand, operands: list[str]) -> list[str]:
+        """``{}`` in ``find -exec`` stands for what find visits, starting with its start paths."""
+        if cmd.origin != "find -exec" or cmd.parent is None or "{}" not in operands:
+            return operands
+        starts, filtered = _find_parts(self.cmds[cmd.parent].args)
+        visited = [f"{s.rstrip('/')}/{{}}" if filtered else s for s in starts]  # filtered: only things below
+        return [w for w in operands if w != "{}"] + visited
+
+    def _deletes(self, operands: list[str], cwd: str | None, recursive: bool) -> None:
+        for t in operands:
+            path = self.places.resolve(t, cwd)
+            if path is None:
+                self._add("risky", f"deletes a path only known at run time: {t}", (t,))
+            elif recursive and (what := self.places.catastrophic(strip_glob(path))):
+                self._hard(f"deletes {what}")
+            elif self.places.outside(path):
+                self._add("risky", f"deletes outside the project: {t}", (t,))
+
+    def _write(self, target: str, cwd: str | None, shown: str) -> None:
+        risk = self.places.write_risk(self.places.resolve(target, cwd))
+        if risk is not None:
+            level, what = risk
+            self._add(level, f"{what}: {shown}", (target,) if level == "risky" else ())  # no rule covers a hard deny
+
+    # --- commands ------------------------------------------------------------------------------------
+
+    def _risky(self, what: str, *triggers: str) -> None:
+        """A risky finding about the current command, shown as "<what>: <the command>"."""
+        self._add("risky", f"{what}: {_short(self.text)}", triggers)
+
+    def _hard(self, what: str) -> None:
+        self._add("hard_deny", f"{what}: {_short(self.text)}")
+
+    def _command(self, cmd: SimpleCommand, words: tuple[str, ...], cwd: str | None) -> None:
+        if not words:
+            return
+        program, args = words[0], words[1:]
+        name = posixpath.basename(program)
+        opts, operands = _split(args)
+        if is_dynamic(program) or re.search(r"[*?]|\{.*,.*\}", program):  # $x, $(...), globs, {a,b}
+            self._risky("runs a command whose name is only known at run time")
+            return
+        if any(e.startswith(("LD_PRELOAD=", "LD_LIBRARY_PATH=", "DYLD_")) for e in cmd.env):
+            self._risky("loads other libraries into the program")
+        inner = privileged_inner(words)
+        if inner is not None or name == "su":
+            shell = (inner is not None and not inner[1]) or (name == "su" and "-c" not in args)
+            self._risky("opens a root shell" if shell else "runs as root", program)
+            if inner is not None:
+                self._command(cmd, inner[1], cwd)
+            return
+        sub_at = subcommand_index(words)
+        sub = words[sub_at] if sub_at is not None else ""
+        after = words[sub_at + 1:] if sub_at is not None else ()
+        if name in ("rm", "rmdir", "unlink", "shred"):
+            rec = [o for o in opts if o == "--recursive" or (name == "rm" and _has_short([o], "rR"))]
+            force = [o for o in opts if o == "--force" or (name == "rm" and _has_short([o], "f"))]
+            if "--no-preserve-root" in opts:
+                self._hard("deletes with --no-preserve-root")
+            if rec or force:
+                how = " and ".join(w for w, on in (("recursively", rec), ("forcibly", force)) if on)
+                self._risky(f"deletes {how}", *dict.fromkeys(rec + force))
+            if name == "shred":
+                self._risky("destroys file contents", program)
+            if "xargs" in cmd.wrappers:
+                self._risky("deletes the paths it reads from input", program)
+            self._deletes(self._targets(cmd, operands), cwd, bool(rec))
+        elif name == "find" and "-delete" in args:
+            self._risky("deletes what find matches", "-delete")
+            starts, filtered = _find_parts(args)
+            self._deletes(starts, cwd, not filtered)
+        elif name in ("mv", "cp", "install", "ln", "rsync", "scp"):
+            self._copies(name, args, opts, operands, cwd)
+        elif name in ("tee", "truncate", "touch"):
+            for t in operands:
+                if not (name == "truncate" and t[:1].isdigit()):  # truncate -s 0 FILE
+                    self._write(t, cwd, t)
+        elif name == "dd":
+            for a in args:
+                if a.startswith("of="):
+                    self._write(a[3:], cwd, a)
+        elif name in ("chmod", "chown", "chgrp"):
+            self._permissions(name, opts, operands, cwd)
+        elif name in ("mkfs", "mke2fs", "mkswap", "wipefs") or name.startswith("mkfs."):
+            self._hard("formats a disk")
+        elif name in ("fdisk", "sfdisk", "parted", "gdisk", "cfdisk"):
+            self._risky("edits disk partitions", program)
+        elif name in _POWER or (name in ("init", "telinit") and operands[:1] in (["0"], ["6"])) or (
+                name == "systemctl" and sub in ("poweroff", "reboot", "halt", "kexec")):
+            self._hard("shuts down or reboots the machine")
+        elif name == "systemctl" and sub in ("stop", "disable", "mask", "kill", "restart"):
+            self._risky("changes system services", sub)
+        elif name in ("pkill", "killall"):
+            self._risky("kills processes by name", program)
+        elif name == "kill" and "-1" in (operands + opts)[1 if opts else 0:]:
+            self._hard("kills every process you own")
+        elif name == "git":
+            head = words[:sub_at] if sub_at is not None else words  # -c comes before the subcommand
+            if config := [v for k, v in pairwise(head) if k == "-c" and _GIT_RUNS.match(v)]:
+                self._risky("sets git configuration that runs commands", *config)
+            self._git(sub, after)
+        elif name in ("docker", "podman"):
+            self._docker(sub, after)
+        elif (name == "kubectl" and sub == "delete") or (name == "helm" and sub in ("uninstall", "delete")):
+            self._risky("deletes cluster resources", sub)
+        elif name == "terraform" and (sub == "destroy" or (sub == "apply" and "-auto-approve" in after)):
+            self._risky("changes infrastructure without review", sub)
+        elif name == "eval":
+            self._risky("evaluates a string as shell code", program)
+        elif name == "ssh" and len(operands) >= 2:
+            self._risky("runs commands on another machine", program)
+        elif name == "crontab" and ("-r" in opts or operands):
+            self._risky("replaces or removes your cron jobs", program)
+        elif name in ("curl", "wget") and (up := [a for a in args if a.startswith(_UPLOAD)]):
+            self._risky("uploads data", *up)
+        elif name in ("iptables", "ip6tables", "nft", "ufw") and {"-F", "--flush", "flush", "disable",
+                                                                  "reset", "-X"} & set(args):
+            self._risky("changes the firewall", program)
+        if sub in _PUBLISH.get(name, ()) or (name == "yarn" and sub == "npm" and "publish" in after) or (
+                name == "gh" and sub == "release" and after[:1] == ("create",)):
+            self._risky("publishes a package", "publish" if sub == "npm" else sub)
+        if name in ("npm", "pnpm", "yarn") and (sub == "global" or (sub in ("install", "i", "add") and (
+                flags := [a for a in after if a in ("-g", "--global", "--location=global")]))):
+            self._risky("installs packages globally", *(flags if sub != "global" else [sub]))
+        if name.startswith("pip") and "--break-system-packages" in args:
+            self._risky("installs into the system Python", "--break-system-packages")
+
+    def _copies(self, name: str, args: tuple[str, ...], opts: list[str], operands: list[str],
+                cwd: str | None) -> None:
+        target = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in ("-t", "--target-directory")),
+                      None)
+        sources, dest = (operands, target) if target else (operands[:-1], operands[-1] if operands else None)
+        for s in sources if name == "mv" else ():
+            path = self.places.resolve(s, cwd)
+            if what := path and self.places.catastrophic(path):
+                self._hard(f"moves away {what}")
+            elif path and self.places.outside(path):
+                self._add("risky", f"moves files from outside the project: {s}", (s,))
+        if name in ("rsync", "scp") and any(re.match(r"[\w.@-]+:", w) for w in operands):
+            self._risky("copies files to or from another machine", name)
+        elif dest is not None:
+            self._write(dest, cwd, dest)
+        if name == "rsync" and (deletes := [o for o in opts if o.startswith("--delete")]):
+            self._risky("deletes files at the destination", *deletes)
+
+    def _permissions(self, name: str, opts: list[str], operands: list[str], cwd: str | None) -> None:
+        rec = [o for o in opts if o == "--recursive" or _has_short([o], "R")]
+        mode = operands[0] if operands and not any(o.startswith("--reference") for o in opts) else ""
+        what = "permissions" if name == "chmod" else "ownership"
+        if rec:
+            self._risky(f"changes {what} recursively", *rec)
+        if name == "chmod" and re.fullmatch(r"0?[0-7]?7[0-7][2367]|0?[0-7]?777|[ao]?[+=][rwx]*w[rwx]*", mode):
+            self._risky("makes files writable by everyone", mode)
+        if name == "chmod" and re.fullmatch(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*", mode):
+            self._risky("sets the setuid/setgid bit", mode)
+        for t in operands[1:] if mode else operands:
+            path = self.places.resolve(t, cwd)
+            catastrophic = path and self.places.catastrophic(strip_glob(path))
+            if rec and catastrophic and catastrophic != "the whole project":
+                self._hard(f"changes {what} of {catastrophic} recursively")
+            elif path and self.places.outside(path):
+                self._add("risky", f"changes {what} outside the project: {t}", (t,))
+
+    def _git(self, sub: str, after: tuple[str, ...]) -> None:
+        opts, operands = _split(after)
+        flags: list[str]
+        if sub == "push":
+            if force := [a for a in opts if a in ("-f", "--force", "--mirror", "--force-if-includes")
+                         or a.startswith("--force-with-lease") or (a[1] != "-" and "f" in a[1:])] + [
+                             a for a in operands if a.startswith("+")]:
+                self._risky("force-pushes (can overwrite remote history)", *force)
+            deletes = [a for a in opts if a in ("-d", "--delete")] + [a for a in operands if a[:1] == ":"]
+            if deletes:
+                self._risky("deletes a remote branch", *deletes)
+        elif sub == "reset" and "--hard" in opts:
+            self._risky("discards uncommitted changes", "--hard")
+        elif sub == "clean" and not {"-n", "--dry-run"} & set(opts) and (
+                flags := [a for a in opts if a == "--force" or _has_short([a], "f")]):
+            self._risky("deletes untracked files", *flags)
+        elif sub == "rebase" and not {"--abort", "--continue", "--skip", "--quit"} & set(opts):
+            self._risky("rewrites history", "rebase")
+        elif sub in ("filter-branch", "filter-repo"):
+            self._risky("rewrites history", sub)
+        elif sub == "commit" and "--amend" in opts:
+            self._risky("rewrites the last commit", "--amend")
+        elif sub == "branch" and (flags := [a for a in opts if a == "--force" or _has_short([a], "D")]):
+            self._risky("force-deletes a branch", *flags)
+        elif sub in ("checkout", "restore") and (flags := [a for a in opts if a in ("-f", "--force")]
+                                                 + [a for a in operands if a in (".", "./")]):
+            self._risky("discards local changes", *flags)
+        elif sub == "stash" and operands[:1] in (["drop"], ["clear"]):
+            self._risky("drops stashed changes", operands[0])
+        elif sub == "config" and (flags := [o for o in opts if o in ("--global", "--system")]) and (
+                len(operands) >= 2 or any(o.startswith(("--unset", "--add", "--replace", "--remove"))
+                                          for o in opts)):
+            self._risky("changes git configuration outside the project", *flags)
+
+    def _docker(self, sub: str, after: tuple[str, ...]) -> None:
+        opts, operands = _split(after)
+        flags: list[str]
+        if "prune" in (sub, *operands[:1]) or (sub == "volume" and operands[:1] == ["rm"]):
+            self._risky("removes Docker data", "prune" if "prune" in (sub, *operands[:1]) else "rm")
+        elif sub in ("rm", "rmi") and (flags := [a for a in opts if a == "--force" or _has_short([a], "f")]):
+            self._risky("force-removes Docker containers or images", *flags)
+        elif sub == "compose" and "down" in operands and (
+                flags := [a for a in opts if a in ("-v", "--volumes")]):
+            self._risky("deletes Docker volumes", *flags)
+        elif sub == "run" and (flags := [a for a in after if a == "--privileged" or a.startswith("/:")]):
+            self._risky("runs a container with access to the host", *flags)
+        elif sub == "push":
+            self._risky("pushes an image to a registry", "push")
+
+    def _downloads(self) -> None:
+        """Downloaded bytes that end up executed: ``curl | sh``, ``bash <(curl)``, ``eval "$(curl)"``."""
+        for d in self.cmds:
+            if d.name not in _DOWNLOADERS:
+                continue
+            for j, c in enumerate(self.cmds):
+                if c.pipeline == d.pipeline and c.stage > d.stage and _executes_input(c.words):
+                    shown = f"{_short(d.text, 40)} | {_short(c.text, 25)}"
+                    self._add("risky", f"pipes a download into a shell: {shown}", index=j)
+            parent = self.cmds[d.parent] if d.parent is not None else None
+            if parent is not None and d.origin in ("substitution", "process substitution"):
+                inner = privileged_inner(parent.words)
+                words = inner[1] if inner else parent.words
+                name = posixpath.basename(words[0]) if words else ""
+                if name in SHELLS or _INTERPRETER.fullmatch(name) or name in ("eval", "source", ".") or (
+                        is_dynamic(parent.program)):
+                    self._add("risky", f"runs downloaded code: {_short(parent.text)}", index=d.parent)

@@ -1,0 +1,258 @@
+"""The ``task`` tool: run a sub-agent on the same engine and hand its report back to the model.
+
+A sub-agent is a new :class:`~anvil.core.loop.agent.Agent` with the parent's model, a fresh history (its own
+system prompt and the prompt it was given, nothing else), the tools its type allows
+(:mod:`anvil.core.subagents.agent_types`) and the *same* approval policy object, so rules the person already
+granted apply and an "always allow" given to the child holds for the parent too.
+
+Decisions worth knowing:
+
+- No session file of its own: every child event reaches the parent as a :class:`SubagentEvent` through
+  ``ctx.emit``, and the parent agent records emitted events in its session, so the child's run is in the
+  parent's JSONL as nested records. The child's text deltas are not forwarded (its complete messages are),
+  which keeps the session file and the front ends' work small.
+- Its own :class:`ToolContext`: its own todo list, shell (a ``cd`` in the child does not move the
+  parent) and reads (it must read a file before changing it, like any model that has not seen it); shared
+  root, settings, checkpoints (undo covers its edits) and the per-file change locks. What it leaves
+  running in the background is stopped when it finishes.
+- Approvals: the child's :class:`ApprovalRequested` goes to the person through the parent's ``ctx.ask``,
+  titled "Sub-agent (<description>): ..."; without ``ctx.ask`` (headless) it is denied with a message,
+  as headless denies the parent's own requests.
+- One at a time: a second ``task`` call while one runs gets an error saying so (the loop runs tool calls
+  in order, so this only happens if a front end runs two agents on one tool).
+- Interrupts: the parent cancels the tool's coroutine; the child is interrupted through its own
+  ``interrupt()`` (which stops its stream, tool or approval cleanly) and given a short grace to finish.
+- Cost: the child's usage comes back in ``ToolResult.data`` (``prompt_tokens``, ``completion_tokens``,
+  ``cost``) and, if given, through ``on_usage`` - which is also called when the run is interrupted, when
+  no result is returned at all. Add one of the two to the parent's totals, not both.
+
+Construction (runtime)::
+
+    types, warnings = load_agent_types(root, settings.agents)
+    registry.add(TaskTool(lambda: agent.model, registry, policy, types=types, on_usage=add_to_totals))
+
+``registry`` is the parent's live registry: the child's tools are chosen from it at each call, so MCP
+tools added later are included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from anvil.core.events import (
+    ApprovalDecision,
+    ApprovalRequested,
+    AssistantMessage,
+    Event,
+    TextDelta,
+    ToolResultEvent,
+    TurnEnded,
+)
+from anvil.core.model.litellm_model import Model
+from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, AgentType, select_tools
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry, ToolResult
+
+#: What a sub-agent is told on top of its type's prompt.
+PREAMBLE = """\
+You are a sub-agent of anvil, a coding assistant, working in the project at {root}. Another agent gave
+you the task below and sees only your final message, not your tool calls: make that message a complete,
+self-contained report. Paths are relative to the project root.
+
+"""
+HEADLESS_DENIAL = ("Not run: this call needs the user's approval and nobody can answer here (non-interactive "
+                   "run). Do without it, or say in your report what you would have run and why.")
+
+
+@dataclass(frozen=True)
+class SubagentEvent(Event):
+    """An event of a running sub-agent, wrapped so front ends can show it nested under the task call."""
+
+    type: ClassVar[str] = "subagent_event"
+    agent_type: str
+    description: str
+    inner: Event
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "agent_type": self.agent_type, "description": self.description,
+                "inner": self.inner.to_dict()}
+
+
+class TaskArgs(ToolArgs):
+    description: str = Field(description="A short label (3-6 words) shown to the user, e.g. 'Find the "
+                             "config loader'.")
+    prompt: str = Field(description="The whole task for the sub-agent. It sees nothing of this conversation, "
+                        "so include every detail it needs and say what its report should contain.")
+    agent_type: str = Field("general", description="The kind of sub-agent to run (see the tool description).")
+
+
+@dataclass
+class _Outcome:
+    """What the driver learned from the child's events."""
+
+    report: str = ""
+    reason: str = "interrupted"
+    message: str = ""
+    iterations: int = 0
+    tool_calls: int = 0
+    changed: bool = False
+    relays: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class TaskTool(Tool):
+    name = TASK_TOOL_NAME
+    description = ("Run a sub-agent with a fresh context on a self-contained task and get its report back. "
+                   "Use it for broad searches or side tasks whose details would crowd this conversation; "
+                   "give it a complete prompt, since it sees nothing else. One runs at a time.")
+    Args = TaskArgs
+
+    @property
+    def read_only(self) -> bool:  # type: ignore[override]
+        # A "general" sub-agent can change files, so the task tool is not read-only - except in plan mode,
+        # where the child obeys the same plan-mode policy and so cannot change anything either: the
+        # policy then lets the model explore through sub-agents, as it may read by itself.
+        return self.policy.mode == "plan"
+
+    def __init__(self, model: Model | Callable[[], Model], parent_tools: ToolRegistry,
+                 policy: ApprovalPolicy, *, types: dict[str, AgentType] | None = None,
+                 max_iterations: int = 30, compact_threshold: float | bool = 0.85,
+                 on_usage: Callable[[dict[str, Any]], None] | None = None, interrupt_grace: float = 5.0) -> None:
+        self._model = model
+        self.parent_tools = parent_tools
+        self.policy = policy
+        self.types = dict(types if types is not None else BUILTIN_TYPES)
+        self.max_iterations = max_iterations
+        self.compact_threshold = compact_threshold
+        self.on_usage = on_usage
+        self.interrupt_grace = interrupt_grace
+        self._lock = asyncio.Lock()
+        self._runs = 0
+
+    @property
+    def model(self) -> Model:
+        return self._model() if callable(self._model) else self._model
+
+    def phase(self, args: TaskArgs) -> str:
+        label = " ".join(args.description.split())
+        return f"Sub-agent: {label if len(label) <= 60 else label[:59] + '…'}"
+
+    def schema(self) -> dict[str, Any]:
+        schema = super().schema()
+        kinds = "\n".join(f"- {t.name}: {t.description}" for t in self.types.values())
+        schema["function"]["description"] = f"{self.description}\n\nAgent types (agent_type):\n{kinds}"
+        schema["function"]["parameters"]["properties"]["agent_type"]["enum"] = list(self.types)
+        return schema
+
+    async def run(self, args: TaskArgs, ctx: ToolContext) -> ToolResult:
+        agent_type = self.types.get(args.agent_type)
+        if agent_type is None:
+            raise ToolError(f"Unknown agent_type '{args.agent_type}'. Use one of: {', '.join(self.types)}.")
+        if not args.prompt.strip():
+            raise ToolError("The prompt is empty. Give the sub-agent the whole task and what to report.")
+        if self._lock.locked():
+            raise ToolError("Another sub-agent is still running; they run one at a time. Wait for its report, "
+                            "then call task again.")
+        async with self._lock:
+            return await self._run(agent_type, args, ctx)
+
+    async def _run(self, agent_type: AgentType, args: TaskArgs, ctx: ToolContext) -> ToolResult:
+        from anvil.core.loop.agent import Agent  # the agent imports tools; importing it here avoids a cycle
+
+        self._runs += 1
+        # shared with the parent: the per-file change locks, and the policy the plan-mode tools read
+        shared = {key: ctx.state[key] for key in ("policy",) if key in ctx.state}
+        shared["file_change_locks"] = ctx.state.setdefault("file_change_locks", {})
+        child_ctx = ToolContext(root=ctx.root, data_dir=ctx.data_dir, session_id=f"{ctx.session_id}.sub{self._runs}",
+                                settings=ctx.settings, checkpoints=ctx.checkpoints, ask=ctx.ask, state=shared)
+        child = Agent(self.model, select_tools(self.parent_tools, agent_type), child_ctx,
+                      system_prompt=PREAMBLE.format(root=ctx.root) + agent_type.system_prompt, policy=self.policy,
+                      session=None, max_iterations=agent_type.max_iterations or self.max_iterations,
+                      compact_threshold=self.compact_threshold)
+        outcome = _Outcome()
+        driver = asyncio.create_task(self._drive(child, args, agent_type, ctx, outcome))
+        try:
+            await asyncio.shield(driver)  # shielded: an interrupt must stop the child, not tear it apart
+        except asyncio.CancelledError:
+            child.interrupt()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(driver), self.interrupt_grace)
+            if not driver.done():  # it did not stop in time: cut it off
+                driver.cancel()
+                with contextlib.suppress(BaseException):
+                    await driver
+            raise
+        finally:
+            for relay in list(outcome.relays):  # a request still open when the child ended: nobody waits for it
+                relay.cancel()
+            await child_ctx.close()
+            usage = {"prompt_tokens": int(child.totals["prompt_tokens"]),
+                     "completion_tokens": int(child.totals["completion_tokens"]),
+                     "cost": round(float(child.totals["cost"]), 6)}
+            if self.on_usage is not None:
+                self.on_usage(dict(usage))
+        return self._result(agent_type, outcome, usage)
+
+    async def _drive(self, child: Any, args: TaskArgs, agent_type: AgentType, ctx: ToolContext,
+                     outcome: _Outcome) -> None:
+        """Run the child's turn, forwarding its events and relaying its approval requests."""
+        async for event in child.run_turn(args.prompt):
+            if isinstance(event, ApprovalRequested):
+                # answered in its own task: the child waits on the future, and an interrupt must still reach it
+                relay = asyncio.create_task(self._relay(event, args.description, ctx))
+                outcome.relays.add(relay)
+                relay.add_done_callback(outcome.relays.discard)
+                continue
+            if isinstance(event, TextDelta):
+                continue
+            if isinstance(event, AssistantMessage) and event.text.strip():
+                outcome.report = event.text.strip()
+            elif isinstance(event, ToolResultEvent):
+                outcome.tool_calls += 1
+                tool = child.tools.get(event.name)
+                if event.ok and tool is not None and not tool.read_only:
+                    outcome.changed = True
+            elif isinstance(event, TurnEnded):
+                outcome.reason, outcome.message, outcome.iterations = event.reason, event.message, event.iterations
+            ctx.emit(SubagentEvent(agent_type.name, args.description, event))
+
+    async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
+        """Put a child's approval request before the person, or deny it when nobody can answer."""
+        if ctx.ask is None:
+            event.answer(ApprovalDecision(False, HEADLESS_DENIAL, by="headless"))
+            return
+        shown = dataclasses.replace(event, title=f"Sub-agent ({description}): {event.title}")
+        try:
+            answer = await ctx.ask(shown)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken prompt must deny, never hang the sub-agent
+            event.answer(ApprovalDecision(False, f"Not run: the approval prompt failed ({exc}).", by="error"))
+            return
+        if isinstance(answer, ApprovalDecision):
+            event.answer(answer)
+        # A front end that answered through event.answer() already won; this only resolves a silent one.
+        event.answer(ApprovalDecision(False, "Not run: the approval prompt closed without an answer.", by="user"))
+
+    def _result(self, agent_type: AgentType, outcome: _Outcome, usage: dict[str, Any]) -> ToolResult:
+        data: dict[str, Any] = {**usage, "agent_type": agent_type.name, "reason": outcome.reason,
+                                "iterations": outcome.iterations, "tool_calls": outcome.tool_calls,
+                                "changed": outcome.changed}
+        tokens = usage["prompt_tokens"] + usage["completion_tokens"]
+        summary = f"{agent_type.name}: {outcome.tool_calls} tool calls, {tokens:,} tokens"
+        if outcome.reason == "done":
+            return ToolResult(outcome.report or "(The sub-agent finished without writing a report.)",
+                              summary=summary, data=data)
+        why = outcome.message or outcome.reason
+        text = f"The sub-agent stopped before finishing ({outcome.reason}: {why})."
+        if outcome.report:
+            text += f" Its last message:\n\n{outcome.report}"
+        else:
+            text += " It wrote no report; retry with a narrower prompt, or do the task yourself."
+        return ToolResult(text, ok=False, summary=f"{summary}, stopped: {outcome.reason}", data=data)

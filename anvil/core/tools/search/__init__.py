@@ -1,0 +1,2 @@
+"""The search tools (grep, glob, list_files): ripgrep with a pure-Python fallback, gitignore rules.
+"""
