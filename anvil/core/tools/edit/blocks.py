@@ -20,13 +20,15 @@ from anvil.core.tools.edit.edit_data import (
     FUZZY_MARGIN,
     FUZZY_MIN_LINES,
     FUZZY_THRESHOLD,
-    TAB_WIDTH,
     EditFailed,
     LineRange,
     Region,
+    Scope,
     _Lines,
     _Span,
+    similarity_label,
 )
+from anvil.core.tools.edit.indentation import Reindent, UniformReindent, block_reindent, indent_of, tab_style, width_of
 
 # --- line-block steps: indentation and fuzzy --------------------------------------------------------
 
@@ -39,69 +41,19 @@ def _block_lines(old: str) -> tuple[list[str], bool]:
     return lines, False
 
 
-def _indent(line: str) -> str:
-    return line[:len(line) - len(line.lstrip(" \t"))]
-
-
-def _width(indent: str) -> int:
-    width = 0
-    for char in indent:
-        width = (width // TAB_WIDTH + 1) * TAB_WIDTH if char == "\t" else width + 1
-    return width
-
-
 @dataclass(frozen=True)
-class _Reindent:
-    """How old_string's indentation maps onto the file's: file = file_base + (old - old_base) * scale."""
+class Unmapped:
+    """A block that equals old_string once lines are stripped, but whose indentation cannot be carried over."""
 
-    old_base: str
-    file_base: str
-    scale: Fraction
-    use_tabs: bool | None  # None: the file block shows no indentation style
-
-    def apply(self, line: str) -> str:
-        if not line.strip():
-            return ""
-        indent = _indent(line)
-        body = line[len(indent):]
-        rest = indent[len(self.old_base):]
-        same_style = not rest or self.use_tabs is None or set(rest) == ({"\t"} if self.use_tabs else {" "})
-        if self.scale == 1 and indent.startswith(self.old_base) and same_style:
-            return self.file_base + rest + body  # keep the exact characters when no conversion is needed
-        width = _width(self.file_base) + (_width(indent) - _width(self.old_base)) * self.scale
-        width = max(0, round(width))
-        if self.use_tabs:
-            return "\t" * (width // TAB_WIDTH) + " " * (width % TAB_WIDTH) + body
-        return " " * width + body
+    lines: LineRange
+    reason: str
 
 
-def _uniform_reindent(old_lines: list[str], file_lines: list[str]) -> _Reindent | None:
-    """The mapping when every non-blank line is shifted by the same offset (or scaled by the same
-    factor, for a block written with another indent unit); None when the shift is not uniform."""
-    pairs = [(_indent(o), _indent(f)) for o, f in zip(old_lines, file_lines, strict=True) if o.strip()]
-    base_old, base_file = min(pairs, key=lambda pair: _width(pair[0]))
-    old_zero, file_zero = _width(base_old), _width(base_file)
-    scale: Fraction | None = None
-    for old_indent, file_indent in pairs:
-        old_delta, file_delta = _width(old_indent) - old_zero, _width(file_indent) - file_zero
-        if old_delta == 0 or file_delta <= 0:
-            if old_delta != file_delta:
-                return None
-            continue
-        ratio = Fraction(file_delta, old_delta)
-        if scale is not None and ratio != scale:
-            return None
-        scale = ratio
-    return _Reindent(base_old, base_file, scale or Fraction(1), _tab_style([f for _, f in pairs]))
-
-
-def _tab_style(indents: list[str]) -> bool | None:
-    if any("\t" in indent for indent in indents):
-        return True
-    return False if any(indents) else None
-
-
-def _indentation_spans(old: str, new: str, lines: _Lines, overlap: bool) -> list[_Span]:
+def _indentation_spans(old: str, new: str, lines: _Lines, overlap: bool, scope: Scope | None,
+                       unmapped: list[Unmapped]) -> list[_Span]:
+    """Blocks equal to old_string line by line once leading whitespace is ignored, with new_string
+    re-indented to each (see :mod:`indentation`). Blocks whose indentation cannot be mapped are left out
+    and listed in ``unmapped``, so that the chain can refuse them if nothing else matches."""
     old_lines, with_newline = _block_lines(old)
     keys = [line.strip() for line in old_lines]
     anchor = next(i for i, key in enumerate(keys) if key)
@@ -111,21 +63,48 @@ def _indentation_spans(old: str, new: str, lines: _Lines, overlap: bool) -> list
         start = line_no - anchor
         if key != keys[anchor] or start < taken_until or start + len(keys) > lines.count:
             continue
+        if scope is not None and not scope.allows(start, len(keys)):
+            continue
         block = lines.lines[start:start + len(keys)]
         if any(line.strip() != wanted for line, wanted in zip(block, keys, strict=True)):
             continue
-        mapping = _uniform_reindent(old_lines, block)
-        if mapping is not None:
-            spans.append(_block_span(lines, start, len(keys), with_newline, mapping, new))
-            taken_until = start + (1 if overlap else len(keys))
+        mapping = block_reindent(old_lines, block, start + 1)
+        span = mapping if isinstance(mapping, str) else _block_span(lines, start, len(keys), with_newline,
+                                                                    mapping, new)
+        if isinstance(span, str):
+            unmapped.append(Unmapped(LineRange(start + 1, start + len(keys)), span))
+            continue
+        spans.append(span)
+        taken_until = start + (1 if overlap else len(keys))
     return spans
 
 
-def _block_span(lines: _Lines, start: int, size: int, with_newline: bool, mapping: _Reindent, new: str,
-                similarity: float = 1.0) -> _Span:
-    """Whole lines ``start``..``start+size`` replaced by ``new`` re-indented to the file's indentation."""
+def _indentation_refusal(unmapped: list[Unmapped], lines: _Lines) -> EditFailed | None:
+    if not unmapped:
+        return None
+    first = unmapped[0]
+    places = ", ".join(block.lines.label() for block in unmapped)
+    text = "\n".join(lines.lines[first.lines.first - 1:first.lines.last])
+    return EditFailed("indentation", f"old_string matches {places} only when indentation is ignored, and its "
+                      f"indentation does not carry over to the file's: {first.reason}. Re-indenting new_string "
+                      "would be a guess about the nesting, so nothing was changed. Copy old_string with the "
+                      "file's exact indentation (read_file shows it) and write new_string to match.",
+                      tuple(block.lines for block in unmapped), Region(first.lines, text, 1.0))
+
+
+def _block_span(lines: _Lines, start: int, size: int, with_newline: bool, mapping: Reindent, new: str,
+                similarity: float = 1.0) -> _Span | str:
+    """Whole lines ``start``..``start+size`` replaced by ``new`` re-indented to the file's indentation, or
+    why a line of new_string has no certain indentation there."""
     first, end = lines.span(start, size, with_newline)
-    replacement = "\n".join(mapping.apply(line) for line in new.split("\n"))
+    out = []
+    for number, line in enumerate(new.split("\n"), 1):
+        mapped = mapping.apply(line)
+        if mapped is None:
+            return (f"new_string line {number} is indented between two levels that old_string uses, and the "
+                    "file's indentation for those levels leaves it no certain place")
+        out.append(mapped)
+    replacement = "\n".join(out)
     if with_newline and end == len(lines.text) and not lines.text.endswith("\n"):
         replacement = replacement.removesuffix("\n")  # the file had no final newline: keep it that way
     return _Span(first, end, replacement, similarity)
@@ -165,12 +144,14 @@ def _score_windows(old_lines: list[str], lines: _Lines, sizes: Sequence[int], cu
     return windows
 
 
-def _fuzzy_spans(old: str, new: str, lines: _Lines) -> list[_Span] | EditFailed:
+def _fuzzy_spans(old: str, new: str, lines: _Lines, replace_all: bool,
+                 scope: Scope | None) -> list[_Span] | EditFailed:
     old_lines, with_newline = _block_lines(old)
     if sum(1 for line in old_lines if line.strip()) < FUZZY_MIN_LINES:
         return []
     k = len(old_lines)
     windows = _score_windows(old_lines, lines, (k - 1, k, k + 1), FUZZY_THRESHOLD - FUZZY_MARGIN, ANCHOR_HITS)
+    windows = [w for w in windows if scope is None or scope.allows(w.start, w.size)]
     if not windows:
         return []
     # The best window of each group of overlapping ones (shifted or resized variants of one place),
@@ -182,23 +163,34 @@ def _fuzzy_spans(old: str, new: str, lines: _Lines) -> list[_Span] | EditFailed:
     best = places[0]
     if best.score < FUZZY_THRESHOLD:
         return []
-    rivals = [place for place in places[1:] if place.score >= best.score - FUZZY_MARGIN]
-    if rivals:
-        places = sorted([best, *rivals], key=lambda w: w.start)
-        ranges = tuple(LineRange(w.start + 1, w.start + w.size) for w in places)
-        listed = ", ".join(f"{r.label()} (similarity {w.score:.2f})" for r, w in zip(ranges, places, strict=True))
+    # Places about as similar as the best are the same text as far as fuzzy matching can tell: replace_all
+    # means all of them, and without it, picking one would be a guess.
+    chosen = sorted([best, *(place for place in places[1:] if place.score >= best.score - FUZZY_MARGIN)],
+                    key=lambda w: w.start)
+    if len(chosen) > 1 and not replace_all:
+        ranges = tuple(LineRange(w.start + 1, w.start + w.size) for w in chosen)
+        listed = ", ".join(f"{r.label()} ({similarity_label(w.score)})" for r, w in zip(ranges, chosen, strict=True))
         return EditFailed("ambiguous_fuzzy", "old_string was not found exactly, and several places are about "
                           f"equally similar to it: {listed}. Copy the exact text from the file (read_file) "
-                          "with enough surrounding lines to be unique.", ranges)
+                          "with enough surrounding lines to be unique, or set replace_all to change them all.",
+                          ranges)
+    return [_fuzzy_span(old_lines, with_newline, lines, window, new) for window in chosen]
+
+
+def _fuzzy_span(old_lines: list[str], with_newline: bool, lines: _Lines, window: _Window, new: str) -> _Span:
     # Lines do not pair up one to one here, so only the base indentation is carried over.
-    old_indents = [_indent(line) for line in old_lines if line.strip()]
-    file_indents = [_indent(line) for line in lines.lines[best.start:best.start + best.size] if line.strip()]
-    mapping = _Reindent(min(old_indents, key=_width), min(file_indents or [""], key=_width), Fraction(1),
-                        _tab_style(file_indents))
-    return [_block_span(lines, best.start, best.size, with_newline, mapping, new, best.score)]
+    old_indents = [indent_of(line) for line in old_lines if line.strip()]
+    file_indents = [indent_of(line) for line in lines.lines[window.start:window.start + window.size]
+                    if line.strip()]
+    mapping = UniformReindent(min(old_indents, key=width_of), min(file_indents or [""], key=width_of), Fraction(1),
+                              tab_style(file_indents))
+    span = _block_span(lines, window.start, window.size, with_newline, mapping, new, window.score)
+    assert not isinstance(span, str)  # a uniform mapping places every line
+    return span
 
 
-def _closest_region(old: str, lines: _Lines) -> Region | None:
+def _closest_region(old: str, lines: _Lines, scope: Scope | None = None) -> Region | None:
+    """The part of the file most like old_string: within ``scope`` when anything there resembles it."""
     old_lines, _ = _block_lines(old)
     if not any(line.strip() for line in old_lines) or not lines.text:
         return None
@@ -210,12 +202,14 @@ def _closest_region(old: str, lines: _Lines) -> Region | None:
         hits = process.extract(key, lines.stripped, scorer=LCSseq.similarity, limit=ANCHOR_HITS)
         if not hits:
             return None
-        similarity, line_no = max(((fuzz.partial_ratio(key, choice) / 100, line_no)
-                                   for choice, _, line_no in hits), key=lambda hit: (hit[0], -hit[1]))
+        scored = [(fuzz.partial_ratio(key, choice) / 100, line_no) for choice, _, line_no in hits]
+        inside = [hit for hit in scored if scope is not None and scope.allows(hit[1], 1)]
+        similarity, line_no = max(inside or scored, key=lambda hit: (hit[0], -hit[1]))
         return Region(LineRange(line_no + 1, line_no + 1), lines.lines[line_no], similarity)
     windows = _score_windows(old_lines, lines, (len(old_lines),), 0.0, 10)
     if not windows:
         return None
-    best = max(windows, key=lambda w: (w.score, -w.start))
+    inside = [w for w in windows if scope is not None and scope.allows(w.start, w.size)]
+    best = max(inside or windows, key=lambda w: (w.score, -w.start))
     text = "\n".join(lines.lines[best.start:best.start + best.size])
     return Region(LineRange(best.start + 1, best.start + best.size), text, best.score)

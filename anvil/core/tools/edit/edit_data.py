@@ -6,19 +6,26 @@ line-block steps) can share them without importing each other.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
-MatchStep = Literal["exact", "line_endings", "trailing_whitespace", "indentation", "typography", "fuzzy"]
-FailureKind = Literal["empty_old_string", "no_change", "not_found", "ambiguous", "ambiguous_fuzzy"]
+MatchStep = Literal["exact", "line_endings", "trailing_whitespace", "blank_lines", "indentation", "typography",
+                    "unescaped", "fuzzy"]
+FailureKind = Literal["empty_old_string", "no_change", "not_found", "ambiguous", "ambiguous_fuzzy", "indentation",
+                      "placeholder"]
 
 STEP_DESCRIPTIONS: dict[MatchStep, str] = {
     "exact": "exact match",
     "line_endings": "matched after normalising line endings",
     "trailing_whitespace": "matched ignoring trailing whitespace",
+    "blank_lines": "matched without the blank lines at the start or end of old_string, which the file does not "
+                   "have there",
     "indentation": "matched ignoring indentation; new_string was re-indented to the file's indentation",
     "typography": "matched treating curly quotes, dashes, ellipses and special spaces as plain ones",
+    "unescaped": "matched after unescaping old_string (\\\" as \", \\n as a line break, \\t as a tab); new_string "
+                 "was unescaped the same way",
     "fuzzy": "fuzzy match",
 }
 
@@ -39,6 +46,13 @@ CLOSEST_MIN_SIMILARITY = 0.5
 _MAX_LISTED = 10
 
 
+def similarity_label(score: float) -> str:
+    """A similarity as a failure states it: rounded down, so text that differs never reads as 1.00."""
+    if score >= 1.0:
+        return "the same text apart from whitespace"
+    return f"similarity {math.floor(score * 100) / 100:.2f}"
+
+
 @dataclass(frozen=True)
 class LineRange:
     """1-based, inclusive."""
@@ -54,12 +68,28 @@ class LineRange:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """Where a match may lie, for edits that come with their own position (apply_patch hunks): whole lines
+    only, from line ``first`` to before line ``end`` (0-based; None: the end of the text)."""
+
+    first: int = 0
+    end: int | None = None
+
+    def allows(self, start: int, size: int) -> bool:
+        """Whether the ``size`` lines from line ``start`` lie inside the scope."""
+        return start >= self.first and (self.end is None or start + size <= self.end)
+
+
+@dataclass(frozen=True)
 class Region:
     """The part of the file most like old_string, shown when an edit fails."""
 
     lines: LineRange
     text: str
     similarity: float
+
+    def label(self) -> str:
+        return f"{self.lines.label()} ({similarity_label(self.similarity)})"
 
 
 @dataclass(frozen=True)

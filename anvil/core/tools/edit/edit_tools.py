@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.edit.edit_data import similarity_label
 from anvil.core.tools.edit.match import (
     STEP_DESCRIPTIONS,
     Edit,
@@ -21,6 +22,7 @@ from anvil.core.tools.edit.match import (
     EditFailed,
     MultiEditApplied,
     MultiEditFailed,
+    Region,
     apply_edits,
 )
 from anvil.core.tools.files.file_tools import (
@@ -154,12 +156,13 @@ def _edit_file(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool) 
 
 
 def _describe(result: EditApplied) -> str:
-    where = ", ".join(str(r) for r in result.ranges[:10]) + (" …" if result.count > 10 else "")
+    places = list(dict.fromkeys(str(r) for r in result.ranges))  # several replacements may share a line
+    where = ", ".join(places[:10]) + (" …" if len(places) > 10 else "")
     count = "1 replacement" if result.count == 1 else f"{result.count} replacements"
-    line_word = "line" if result.count == 1 and result.ranges[0].first == result.ranges[0].last else "lines"
+    line_word = "line" if len(places) == 1 and result.ranges[0].first == result.ranges[0].last else "lines"
     how = STEP_DESCRIPTIONS[result.step]
     if result.step == "fuzzy":
-        how += f" (similarity {result.similarity:.2f})"
+        how += f" ({similarity_label(result.similarity)})"
     return f"{count} at {line_word} {where}, {how}"
 
 
@@ -174,16 +177,18 @@ def _failure_message(display: str, failed: MultiEditFailed, total: int, multi: b
         text += " No edit was applied; the file is unchanged. Fix that edit and send all the edits again."
     else:
         text = f"Could not edit {display}: {failure.message} The file is unchanged."
-    region = failure.closest
-    if region is not None:
-        lines = region.text.split("\n")
-        shown = [f"{number:>6}\t{line}" for number, line in enumerate(lines[:CLOSEST_REGION_LINES],
-                                                                          region.lines.first)]
-        if len(lines) > CLOSEST_REGION_LINES:
-            shown.append(f"… {len(lines) - CLOSEST_REGION_LINES} more lines")
-        text += (f"\n\nClosest region, {region.lines.label()} (similarity {region.similarity:.2f}):\n"
-                 + "\n".join(shown))
+    if failure.closest is not None:
+        text += "\n\n" + show_region(failure.closest)
     return text
+
+
+def show_region(region: Region) -> str:
+    """The closest region as a failed edit shows it: its place and similarity, then its numbered lines."""
+    lines = region.text.split("\n")
+    shown = [f"{number:>6}\t{line}" for number, line in enumerate(lines[:CLOSEST_REGION_LINES], region.lines.first)]
+    if len(lines) > CLOSEST_REGION_LINES:
+        shown.append(f"… {len(lines) - CLOSEST_REGION_LINES} more lines")
+    return f"Closest region, {region.label()}:\n" + "\n".join(shown)
 
 
 EDIT_TOOLS: list[type[Tool]] = [EditFileTool, MultiEditTool]

@@ -3,19 +3,32 @@
 An edit is data — ``old_string``, ``new_string``, ``replace_all`` — applied to a file's text (``\\n`` line
 endings). :func:`apply_edit` tries each step of the chain only when the previous one found nothing:
 
-exact → line endings → trailing whitespace → indentation → typography → fuzzy
+exact → line endings → trailing whitespace → blank lines → indentation → typography → unescaped → fuzzy
 
 and returns either :class:`EditApplied` (the new text, the step that matched, where) or :class:`EditFailed`
 (why, the competing places for an ambiguity, the closest region for a miss). It never guesses: several
-matches without ``replace_all`` and near-ties in fuzzy matching are failures.
+matches without ``replace_all``, near-ties in fuzzy matching and indentation that cannot be carried over
+are failures. What models commonly send besides the exact text is covered: trailing blanks (a line the model
+left unchanged keeps the file's bytes, a line it changed is written as sent), blank lines around old_string
+that the file does not have there, old_string re-indented or copied from the middle of its first line,
+curly quotes, and strings escaped once too often (``\\"`` for ``"``), which are unescaped in new_string too.
+A new_string holding a placeholder for omitted code (``# ... existing code ...``) is refused.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from difflib import SequenceMatcher
 
-from anvil.core.tools.edit.blocks import _block_lines, _closest_region, _fuzzy_spans, _indentation_spans
+from anvil.core.tools.edit.blocks import (
+    Unmapped,
+    _block_lines,
+    _closest_region,
+    _fuzzy_spans,
+    _indentation_refusal,
+    _indentation_spans,
+)
 from anvil.core.tools.edit.edit_data import (
     _MAX_LISTED,
     CLOSEST_MIN_SIMILARITY,
@@ -31,19 +44,24 @@ from anvil.core.tools.edit.edit_data import (
     MultiEditApplied,
     MultiEditFailed,
     Region,
+    Scope,
     _Lines,
     _Span,
 )
+from anvil.core.tools.edit.habits import unescape, without_extra_blank_lines
+from anvil.core.tools.edit.placeholders import new_placeholders
 
-# The data types are defined in edit_model; they are re-exported here, where callers look for the editor's API.
+# The data types are defined in edit_data; they are re-exported here, where callers look for the editor's API.
 __all__ = [
     "STEP_DESCRIPTIONS", "Edit", "EditApplied", "EditFailed", "FailureKind", "LineRange", "MatchStep",
-    "MultiEditApplied", "MultiEditFailed", "Region", "apply_edit", "apply_edits",
+    "MultiEditApplied", "MultiEditFailed", "Region", "Scope", "apply_edit", "apply_edits",
 ]
 
-def apply_edit(text: str, old_string: str, new_string: str,
-               replace_all: bool = False) -> EditApplied | EditFailed:
-    """Apply one edit to ``text`` (``\\n`` line endings) through the matching chain."""
+
+def apply_edit(text: str, old_string: str, new_string: str, replace_all: bool = False,
+               scope: Scope | None = None) -> EditApplied | EditFailed:
+    """Apply one edit to ``text`` (``\\n`` line endings) through the matching chain. With ``scope``, only
+    whole lines inside it can match (apply_patch's hunks)."""
     if old_string == "":
         return EditFailed("empty_old_string", "old_string is empty. To create a file or replace all of its "
                           "content use write_file; otherwise copy the text to replace into old_string.")
@@ -55,14 +73,21 @@ def apply_edit(text: str, old_string: str, new_string: str,
     # Without replace_all, overlapping occurrences count too ("aa" is in "aaa" twice): which one was meant
     # is a guess. With replace_all, matches are taken left to right without overlap, like str.replace.
     overlap = not replace_all
+    # The line-block steps work on old_string without blank lines at its ends the file does not have there.
+    block_old, block_new = without_extra_blank_lines(old, new)
+    unmapped: list[Unmapped] = []
     steps: list[tuple[MatchStep, Callable[[], list[_Span] | EditFailed]]] = [
         ("exact", lambda: _exact_spans(text, old_string, new, overlap)),
         ("line_endings", lambda: _exact_spans(text, old, new, overlap) if old != old_string else []),
         ("trailing_whitespace", lambda: _regex_spans(text, _tolerant_pattern(old, re.escape), old, new, overlap)),
-        ("indentation", lambda: _indentation_spans(old, new, lines, overlap)),
-        ("typography", lambda: _regex_spans(text, _typography_pattern(old), old, new, overlap)
-                               if _typography_possible(text, old) else []),
-        ("fuzzy", lambda: _fuzzy_spans(old, new, lines)),
+        ("blank_lines", lambda: _regex_spans(text, _tolerant_pattern(block_old, re.escape), block_old, block_new,
+                                             overlap) if block_old != old else []),
+        ("indentation", lambda: _indentation_spans(block_old, block_new, lines, overlap, scope, unmapped)),
+        ("typography", lambda: _regex_spans(text, _typography_pattern(block_old), block_old, block_new, overlap)
+                               if _typography_possible(text, block_old) else []),
+        ("unescaped", lambda: _unescaped_spans(text, block_old, block_new, lines, overlap, scope)),
+        ("fuzzy", lambda: _indentation_refusal(unmapped, lines) or _fuzzy_spans(block_old, block_new, lines,
+                                                                                 replace_all, scope)),
     ]
     for step, find in steps:
         if step != "exact" and not old.strip():
@@ -70,20 +95,58 @@ def apply_edit(text: str, old_string: str, new_string: str,
         found = find()
         if isinstance(found, EditFailed):
             return found
+        if scope is not None:
+            found = [span for span in found if _inside(text, span, scope)]
         if not found:
             continue
-        ranges = _line_ranges(text, found)
-        if len(found) > 1 and not replace_all:
-            how = "" if step == "exact" else f" ({STEP_DESCRIPTIONS[step]})"
-            return EditFailed("ambiguous", f"old_string matches {len(found)} places{how}, at line(s) "
-                              f"{_list_ranges(ranges)}. Include more surrounding lines so that it matches "
-                              "exactly one place, or set replace_all to true to change every one.", ranges)
-        new_text = _splice(text, found)
-        if new_text == text:
-            return EditFailed("no_change", f"The edit would not change the file: {ranges[0].label()} already "
-                              "read as new_string.", ranges)
-        return EditApplied(new_text, step, ranges, min(span.similarity for span in found))
-    return _not_found(text, old, new, lines)
+        return _outcome(text, old, new, found, step, replace_all)
+    return _not_found(text, block_old, new, lines, scope)
+
+
+def _outcome(text: str, old: str, new: str, found: list[_Span], step: MatchStep,
+             replace_all: bool) -> EditApplied | EditFailed:
+    ranges = _line_ranges(text, found)
+    refusal = _placeholder_refusal(text, old, new, found, ranges)
+    if refusal is not None:
+        return refusal
+    if len(found) > 1 and not replace_all:
+        how = "" if step == "exact" else f" ({STEP_DESCRIPTIONS[step]})"
+        return EditFailed("ambiguous", f"old_string matches {len(found)} places{how}, at line(s) "
+                          f"{_list_ranges(ranges)}. Include more surrounding lines so that it matches "
+                          "exactly one place, or set replace_all to true to change every one.", ranges)
+    new_text = _splice(text, found)
+    if new_text == text:
+        return EditFailed("no_change", f"The edit would not change the file: {ranges[0].label()} already "
+                          "read as new_string.", ranges)
+    return EditApplied(new_text, step, ranges, min(span.similarity for span in found))
+
+
+def _inside(text: str, span: _Span, scope: Scope) -> bool:
+    """Whether a match covers whole lines inside ``scope``."""
+    if span.start > 0 and text[span.start - 1] != "\n":
+        return False
+    if span.end < len(text) and text[span.end - 1] != "\n":
+        return False
+    first = text.count("\n", 0, span.start)
+    size = text.count("\n", span.start, span.end) + (0 if text[span.start:span.end].endswith("\n") else 1)
+    return scope.allows(first, size)
+
+
+def _placeholder_refusal(text: str, old: str, new: str, found: list[_Span],
+                         ranges: tuple[LineRange, ...]) -> EditFailed | None:
+    """A placeholder line in new_string that neither old_string nor the file where it matched has."""
+    suspects = new_placeholders(new, old)
+    if not suspects:
+        return None
+    matched = {line.strip() for span in found for line in text[span.start:span.end].split("\n")}
+    missing = [(number, line) for number, line in suspects if line not in matched]
+    if not missing:
+        return None
+    number, line = missing[0]
+    return EditFailed("placeholder", f"new_string line {number} (`{line}`) looks like a placeholder for code "
+                      f"left out: it would replace the real code at {ranges[0].label()} with that comment. Send "
+                      "the full text that should be there, without placeholders, or narrow old_string to just "
+                      "the lines you change.", ranges)
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> MultiEditApplied | MultiEditFailed:
@@ -146,8 +209,12 @@ def _tolerant_pattern(old: str, escape: Callable[[str], str]) -> str:
     lines = old.split("\n")
     parts = [escape(line.rstrip(" \t")) + r"[ \t]*\n" for line in lines[:-1]]
     last = lines[-1].rstrip(" \t")
-    # A last line that had trailing blanks ended a line; one that had none may stop mid-line.
-    parts.append(escape(last) + (r"[ \t]*(?=\n|\Z)" if last != lines[-1] else ""))
+    # A last line that had trailing blanks ended a line; one that had none may stop mid-line, but when it
+    # does end a line the match takes that line's trailing blanks too, so that changing it drops them.
+    if last != lines[-1]:
+        parts.append(escape(last) + r"[ \t]*(?=\n|\Z)")
+    else:
+        parts.append(escape(last) + (r"(?:[ \t]+(?=\n|\Z))?" if last else ""))
     # A pattern opening with a run of blanks must take the whole run, or the same place would also
     # match one character later and look like a second occurrence.
     opening = r"(?<![ \t])" if len(lines) > 1 and not lines[0].rstrip(" \t") else ""
@@ -160,7 +227,7 @@ def _regex_spans(text: str, pattern: str, old: str, new: str, overlap: bool) -> 
     match = compiled.search(text)
     while match is not None:
         if match.end() > match.start():
-            spans.append(_Span(match.start(), match.end(), _keep_unchanged_parts(old, match.group(), new)))
+            spans.append(_Span(match.start(), match.end(), _keep_unchanged_lines(old, match.group(), new)))
         match = compiled.search(text, match.start() + 1 if overlap else max(match.end(), match.start() + 1))
     return spans
 
@@ -198,12 +265,39 @@ def _typography_pattern(old: str) -> str:
     return _tolerant_pattern(old, _typography_escape)
 
 
-def _keep_unchanged_parts(old: str, region: str, new: str) -> str:
-    """``new``, except that the head and tail it shares with ``old`` keep the file's own characters.
+def _keep_unchanged_lines(old: str, region: str, new: str) -> str:
+    """``new`` as it goes in place of ``region`` (the file's text matching ``old`` line for line, give or
+    take trailing blanks and typographic characters).
 
-    When the match tolerated differences (trailing blanks, curly quotes), the lines the model did not
-    mean to change must not lose them: only the part between the common head and tail is replaced.
+    A line of new_string that the model left as it is in old_string (ignoring trailing blanks) keeps the
+    file's bytes; a changed or added line is written as the model wrote it, except that the head and tail
+    it shares with its old line keep the file's typographic characters.
     """
+    old_lines, region_lines, new_lines = old.split("\n"), region.split("\n"), new.split("\n")
+    if not new or len(old_lines) != len(region_lines):
+        return new  # an empty new_string keeps nothing, not one empty line
+    matcher = SequenceMatcher(None, [line.rstrip(" \t") for line in old_lines],
+                              [line.rstrip(" \t") for line in new_lines], autojunk=False)
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out += region_lines[i1:i2]
+        elif tag in ("replace", "insert"):
+            for k in range(j2 - j1):
+                paired = i1 + k < i2  # a changed line, paired with the old line in the same position
+                out.append(_keep_within_line(old_lines[i1 + k], region_lines[i1 + k], new_lines[j1 + k])
+                           if paired else new_lines[j1 + k])
+    return "\n".join(out)
+
+
+def _keep_within_line(old_line: str, region_line: str, new_line: str) -> str:
+    body = new_line.rstrip(" \t")
+    return _keep_unchanged_parts(old_line.rstrip(" \t"), region_line.rstrip(" \t"), body) + new_line[len(body):]
+
+
+def _keep_unchanged_parts(old: str, region: str, new: str) -> str:
+    """``new``, except that the head and tail it shares with ``old`` keep the file's own characters
+    (curly quotes the model wrote straight), within one line."""
     head = 0
     limit = min(len(old), len(new))
     while head < limit and old[head] == new[head]:
@@ -245,7 +339,7 @@ def _region_offset(old: str, region: str, target: int) -> int | None:
 _LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
 
 
-def _not_found(text: str, old: str, new: str, lines: _Lines) -> EditFailed:
+def _not_found(text: str, old: str, new: str, lines: _Lines, scope: Scope | None) -> EditFailed:
     message = ["old_string was not found in the file, even ignoring line endings, trailing whitespace, "
                "indentation and typographic quotes/dashes."]
     old_lines, _ = _block_lines(old)
@@ -259,15 +353,31 @@ def _not_found(text: str, old: str, new: str, lines: _Lines) -> EditFailed:
             line = text.count("\n", 0, position) + 1
             message.append(f"new_string is already in the file at line {line}: this edit may have been "
                            "applied already. Read the file again before retrying.")
-    closest = _closest_region(old, lines)
+    closest = _closest_region(old, lines, scope)
     if closest is not None and closest.similarity < CLOSEST_MIN_SIMILARITY:
         closest = None
     if closest is not None:
         if len(filled) < FUZZY_MIN_LINES and closest.similarity >= FUZZY_THRESHOLD:
             message.append(f"Fuzzy matching needs at least {FUZZY_MIN_LINES} lines, so a near match of a "
                            "shorter old_string is not applied.")
-        message.append(f"The most similar part of the file is {closest.lines.label()} (similarity "
-                       f"{closest.similarity:.2f}). Copy old_string exactly from there and retry.")
+        message.append(f"The most similar part of the file is {closest.label()}. Copy old_string exactly from "
+                       "there and retry.")
     else:
         message.append("Nothing in the file resembles it closely; read the file again with read_file.")
     return EditFailed("not_found", " ".join(message), closest=closest)
+
+
+# --- over-escaped strings ---------------------------------------------------------------------------
+
+
+def _unescaped_spans(text: str, old: str, new: str, lines: _Lines, overlap: bool,
+                     scope: Scope | None) -> list[_Span]:
+    """Matches of old_string once escapes written by an extra round of string escaping are undone, with
+    new_string unescaped the same way: the file never gets a ``\\"`` where it had ``"``."""
+    if "\\" not in old:
+        return []
+    plain_old, plain_new = unescape(old), unescape(new)
+    if plain_old in (old, plain_new) or not plain_old.strip():
+        return []
+    spans = _regex_spans(text, _tolerant_pattern(plain_old, re.escape), plain_old, plain_new, overlap)
+    return spans or _indentation_spans(plain_old, plain_new, lines, overlap, scope, [])
