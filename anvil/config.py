@@ -51,6 +51,10 @@ class Settings(BaseModel):
     """Run every tool without asking, except the hard-deny list. For trusted repositories only."""
     ask_edits: bool = False
     """Ask before applying edits and writes (showing the diff) instead of applying them directly."""
+    edit_tools: Literal["auto", "replace", "patch", "both"] = "auto"
+    """How the model edits files: ``replace`` (edit_file and multi_edit), ``patch`` (apply_patch, the
+    ``*** Begin Patch`` format), ``both``, or ``auto``: apply_patch for OpenAI GPT-5 and codex models, which are
+    trained on it, edit_file and multi_edit for the others."""
     mode: Literal["ask", "accept_edits", "auto", "plan"] | None = None
     """Approval mode to start in: ``ask``, ``accept_edits``, ``auto`` or ``plan`` (read and plan only until the
     person approves a plan). Unset: ``auto`` with auto_approve, else ``ask``."""

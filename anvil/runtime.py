@@ -29,6 +29,7 @@ from anvil.core.subagents.agent_types import load_agent_types
 from anvil.core.subagents.task_tool import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
+from anvil.core.tools.edit.styles import offer_edit_tools
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
 
@@ -76,6 +77,7 @@ class Runtime:
         check = getattr(model, "preflight", None)
         problem = await asyncio.to_thread(check) if check is not None else None
         self.settings = settings
+        offer_edit_tools(self.agent.tools, settings.edit_tools, name)
         # The agent's own switch keeps the meter compaction measures against and gives it the new window and
         # tokenizer.
         self.agent.set_model(model)
@@ -141,6 +143,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")
     history = repair_history(state.messages) if state else []
     tools = default_tools()
+    offer_edit_tools(tools, settings.edit_tools, settings.model)
     for tool in web_tools(os.environ, settings.web):
         tools.add(tool)
     policy = ApprovalPolicy.from_config(root, user_config_dir(), auto_approve=settings.auto_approve,

@@ -17,7 +17,8 @@ from typing import Any
 SNAPSHOT_MARK = "[anvil context snapshot]"
 ENGINE_MARK = "[anvil]"  # user-role messages the engine writes (verification results): not the person's words
 STUB_MARK = "[anvil: old tool result removed"
-_FILE_TOOLS = {"write_file", "edit_file", "multi_edit"}
+_FILE_TOOLS = {"write_file", "edit_file", "multi_edit", "apply_patch"}
+_PATCH_PATHS = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$", re.MULTILINE)
 _KEY_ARGS = ("path", "pattern", "command", "glob", "id", "offset", "limit")
 # The tag closing a person's message is chosen so that no message contains it (see render_snapshot).
 _USER_BLOCK = re.compile(r'<(user_message(?:_\d+)?) n="\d+">\n(.*?)\n</\1>', re.DOTALL)
@@ -195,11 +196,14 @@ def changed_files(messages: list[dict[str, Any]]) -> list[str]:
             function = call.get("function") or {}
             if function.get("name") in _FILE_TOOLS:
                 try:
-                    path = json.loads(function.get("arguments") or "{}").get("path")
+                    arguments = json.loads(function.get("arguments") or "{}")
+                    path, patch = arguments.get("path"), arguments.get("input")
                 except (json.JSONDecodeError, AttributeError):
-                    path = None
+                    path = patch = None
                 if isinstance(path, str) and path:
                     files[path] = None
+                if isinstance(patch, str):  # apply_patch names its files in the patch
+                    files.update(dict.fromkeys(p.strip() for p in _PATCH_PATHS.findall(patch)))
     return list(files)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 Stage = Literal["exploring", "planning", "creating", "editing", "testing", "fixing", "verifying"]
 
 _EXPLORING = {"read_file", "grep", "glob", "list_files", "todo_read", "command_output"}
-_EDITS = {"edit_file", "multi_edit"}
+_EDITS = {"edit_file", "multi_edit", "apply_patch"}
 _TEST_COMMAND = re.compile(
     r"(^|[\s;&|(/])(pytest|py\.test|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest)\b"
     r"|\b(python3?|uv run|poetry run)\s+-m\s+(pytest|unittest)\b"

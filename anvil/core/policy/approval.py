@@ -35,7 +35,7 @@ SCOPES: tuple[Scope, ...] = ("session", "project", "user")
 #: a plan (exit_plan_mode), which returns to the previous mode. Front ends cycle these (Shift+Tab).
 Mode = Literal["ask", "accept_edits", "auto", "plan"]
 MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
-EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
+EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit", "apply_patch"})
 EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")

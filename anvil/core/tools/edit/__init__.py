@@ -1,2 +1,3 @@
-"""The edit tools (edit_file, multi_edit): the matching chain as pure functions, and lint after edits.
+"""The edit tools: edit_file and multi_edit (search and replace), apply_patch (the ``*** Begin Patch`` format),
+the matching chain they share as pure functions, which of them a model is offered, and lint after edits.
 """

@@ -74,9 +74,13 @@ class Scope:
 
     first: int = 0
     end: int | None = None
+    #: the match must end at ``end`` (a hunk marked ``*** End of File``)
+    at_end: bool = False
 
     def allows(self, start: int, size: int) -> bool:
         """Whether the ``size`` lines from line ``start`` lie inside the scope."""
+        if self.end is not None and self.at_end:
+            return start >= self.first and start + size == self.end
         return start >= self.first and (self.end is None or start + size <= self.end)
 
 

@@ -54,7 +54,7 @@ from anvil.core.tools.edit.placeholders import new_placeholders
 # The data types are defined in edit_data; they are re-exported here, where callers look for the editor's API.
 __all__ = [
     "STEP_DESCRIPTIONS", "Edit", "EditApplied", "EditFailed", "FailureKind", "LineRange", "MatchStep",
-    "MultiEditApplied", "MultiEditFailed", "Region", "Scope", "apply_edit", "apply_edits",
+    "MultiEditApplied", "MultiEditFailed", "Region", "Scope", "apply_edit", "apply_edits", "plain_typography",
 ]
 
 
@@ -96,7 +96,7 @@ def apply_edit(text: str, old_string: str, new_string: str, replace_all: bool = 
         if isinstance(found, EditFailed):
             return found
         if scope is not None:
-            found = [span for span in found if _inside(text, span, scope)]
+            found = _inside(text, found, scope)
         if not found:
             continue
         return _outcome(text, old, new, found, step, replace_all)
@@ -121,15 +121,18 @@ def _outcome(text: str, old: str, new: str, found: list[_Span], step: MatchStep,
     return EditApplied(new_text, step, ranges, min(span.similarity for span in found))
 
 
-def _inside(text: str, span: _Span, scope: Scope) -> bool:
-    """Whether a match covers whole lines inside ``scope``."""
-    if span.start > 0 and text[span.start - 1] != "\n":
-        return False
-    if span.end < len(text) and text[span.end - 1] != "\n":
-        return False
-    first = text.count("\n", 0, span.start)
-    size = text.count("\n", span.start, span.end) + (0 if text[span.start:span.end].endswith("\n") else 1)
-    return scope.allows(first, size)
+def _inside(text: str, spans: list[_Span], scope: Scope) -> list[_Span]:
+    """The matches that cover whole lines inside ``scope`` (counting lines once, in order, as they are sorted)."""
+    kept, line, position = [], 0, 0
+    for span in spans:
+        line += text.count("\n", position, span.start)
+        position = span.start
+        whole = (span.start == 0 or text[span.start - 1] == "\n") and \
+            (span.end == len(text) or text[span.end - 1] == "\n")
+        size = text.count("\n", span.start, span.end) + (0 if text.endswith("\n", span.start, span.end) else 1)
+        if whole and span.end > span.start and scope.allows(line, size):
+            kept.append(span)
+    return kept
 
 
 def _placeholder_refusal(text: str, old: str, new: str, found: list[_Span],
@@ -237,6 +240,12 @@ _PLAIN = {char: plain for plain, chars in _TYPOGRAPHY.items() for char in chars}
 _CLASS = {plain: "[" + re.escape(chars) + "]" for plain, chars in _TYPOGRAPHY.items()}
 _ELLIPSIS = r"(?:\.\.\.|…)"
 _FANCY = frozenset(char for char in [*_PLAIN, "…"] if not char.isascii())
+_PLAIN_TABLE = str.maketrans({char: plain for char, plain in _PLAIN.items() if char != plain})
+
+
+def plain_typography(text: str) -> str:
+    """``text`` with curly quotes, dashes, special spaces and ellipses written as plain ASCII."""
+    return text.translate(_PLAIN_TABLE).replace("…", "...")
 
 
 def _typography_possible(text: str, old: str) -> bool:

@@ -1,0 +1,40 @@
+"""Which edit tools the model is offered: search and replace (edit_file, multi_edit), patches (apply_patch), or
+both. ``auto`` offers apply_patch to the models trained on its format, OpenAI's GPT-5 family and codex models,
+and edit_file and multi_edit to every other model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from anvil.core.tools.base import ToolRegistry
+
+EditStyle = Literal["auto", "replace", "patch", "both"]
+EDIT_STYLES: tuple[EditStyle, ...] = ("auto", "replace", "patch", "both")
+_TOOLS: dict[str, tuple[str, ...]] = {"replace": ("edit_file", "multi_edit"), "patch": ("apply_patch",),
+                                      "both": ("edit_file", "multi_edit", "apply_patch")}
+
+
+def writes_patches(model: str) -> bool:
+    """Whether a litellm model string names a GPT-5 or codex model (``openai/gpt-5``, ``gpt-5.1-codex``,
+    ``openrouter/openai/gpt-5-mini``, ``codex-mini-latest``): the provider prefixes do not matter."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    return name.startswith("gpt-5") or "codex" in name
+
+
+def edit_tool_names(style: EditStyle, model: str) -> tuple[str, ...]:
+    if style == "auto":
+        style = "patch" if writes_patches(model) else "replace"
+    return _TOOLS[style]
+
+
+def offer_edit_tools(registry: ToolRegistry, style: EditStyle, model: str) -> None:
+    """Make ``registry`` offer the edit tools ``style`` gives ``model`` (and no other edit tool)."""
+    from anvil.core.tools.edit.edit_tools import edit_tools
+    from anvil.core.tools.edit.patch_tool import patch_tools
+
+    wanted = edit_tool_names(style, model)
+    for tool in [*edit_tools(), *patch_tools()]:
+        if tool.name not in wanted:
+            registry.remove(tool.name)
+        elif registry.get(tool.name) is None:
+            registry.add(tool)
