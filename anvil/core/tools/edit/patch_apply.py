@@ -88,8 +88,8 @@ def _apply_hunk(work: str, hunk: Hunk, cursor: int) -> tuple[str, int, str] | Hu
         for place in places:
             if wide and place.block_end == place.end:
                 continue  # the wide search would repeat the narrow one
-            end = place.end if wide else place.block_end
-            scope = Scope(place.first, end, at_end=hunk.at_end and end == lines.count)
+            end = lines.count if hunk.at_end else place.end if wide else place.block_end
+            scope = Scope(place.first, end, at_end=hunk.at_end)
             outcome = apply_edit(work, old, new, scope=scope)
             if isinstance(outcome, EditApplied):
                 found.setdefault(outcome.ranges[0], (outcome, place))

@@ -277,3 +277,11 @@ def test_the_setting_overrides_the_model_and_the_registry_follows_it():
     assert registry.names() == ["apply_patch"]
     offer_edit_tools(registry, "replace", "openai/gpt-5")
     assert registry.names() == ["edit_file", "multi_edit"]
+
+
+async def test_an_end_of_file_hunk_only_matches_at_the_end_even_under_an_anchor(ctx, project):
+    await given(ctx, project, {"e.py": b"def f():\n    x = 1\n\ny = 2\n"})
+    with pytest.raises(ToolError, match="were not found"):
+        await apply(ctx, patch("*** Update File: e.py", "@@ def f():", "-    x = 1", "+    x = 3", "*** End of File"))
+    await apply(ctx, patch("*** Update File: e.py", "@@ def f():", " ", "-y = 2", "+y = 3", "*** End of File"))
+    assert (project / "e.py").read_bytes() == b"def f():\n    x = 1\n\ny = 3\n"
