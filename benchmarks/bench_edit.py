@@ -1,4 +1,4 @@
-"""Budget: edit_file on a 10 MB file well under 300 ms; read_file of a 100k-line file.
+"""Budget: edit_file and apply_patch on a 10 MB file well under 300 ms; read_file of a 100k-line file.
 
 Each figure is printed next to a reference measured in the same run on the same file, with the ratio:
 
@@ -7,6 +7,8 @@ Each figure is printed next to a reference measured in the same run on the same 
   call, an fsync'd atomic write, the diff), so the ratio says what those cost.
 - edit_file through the fallback chain (a typo that only the fuzzy step matches) and a failed edit (which
   searches for the closest region), for information: their budget is the same 300 ms.
+- apply_patch with three hunks (three lines of context around each change) in the same file, against the
+  same reference and budget.
 - read_file (the first 2000 lines, numbered) vs a plain Python read + split + ``cat -n`` formatting.
 
 Medians of several repetitions; the checkpoint store is the null one (the file store's first copy per turn
@@ -30,6 +32,7 @@ from pathlib import Path
 
 from anvil.core.tools.base import ToolContext, ToolError
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
+from anvil.core.tools.edit.patch_tool import ApplyPatchArgs, ApplyPatchTool
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 EDIT_BUDGET_MS = 300.0
@@ -130,6 +133,34 @@ async def bench_edit(root: Path, size: int, reps: int) -> None:
          EDIT_BUDGET_MS)
     _row("edit_file, no match (closest region search)", await _time_async(failing, max(3, reps // 2)),
          reference, EDIT_BUDGET_MS)
+    path.write_text(source)
+    ctx.record_read(path)
+    _row("apply_patch, 3 hunks", await _time_async(_patcher(source, line_count, ctx), reps), reference,
+         EDIT_BUDGET_MS)
+
+
+def _patcher(source: str, line_count: int, ctx: ToolContext) -> Callable[[int], Awaitable[object]]:
+    """A call that patches three places of big.py, each with three lines of context, back and forth."""
+    lines = source.splitlines()
+    places = [line_count // 4, line_count // 2, 3 * line_count // 4]
+
+    def patch(forward: bool) -> str:
+        out = ["*** Begin Patch", "*** Update File: big.py"]
+        for place in places:
+            old = lines[place] if forward else lines[place] + "  # patched"
+            new = lines[place] + "  # patched" if forward else lines[place]
+            out += ["@@", *(" " + line for line in lines[place - 3:place]), "-" + old, "+" + new,
+                    *(" " + line for line in lines[place + 1:place + 4])]
+        return "\n".join([*out, "*** End Patch"])
+
+    patches = (patch(True), patch(False))
+    tool = ApplyPatchTool()
+
+    async def run(rep: int) -> None:
+        result = await tool.run(ApplyPatchArgs(input=patches[rep % 2]), ctx)
+        assert result.data is not None and result.data["changed"], result.output[:200]
+
+    return run
 
 
 async def bench_read(root: Path, lines: int, reps: int) -> None:

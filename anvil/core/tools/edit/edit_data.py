@@ -159,7 +159,7 @@ class _Lines:
     @cached_property
     def count(self) -> int:
         """Real lines: the empty piece after a final newline is not one."""
-        return len(self.lines) - (1 if self.text.endswith("\n") else 0)
+        return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
 
     @cached_property
     def stripped(self) -> list[str]:

@@ -334,10 +334,6 @@ def _region_offset(old: str, region: str, target: int) -> int | None:
             i, j = i + 3, j + 1
         elif o == "…" and region.startswith("...", j):
             i, j = i + 1, j + 3
-        elif o in " \t" and r in ("\n", ""):
-            i += 1  # a trailing blank the file does not have
-        elif r in (" ", "\t") and o == "\n":
-            j += 1  # a trailing blank the model left out
         else:
             return None
     return j

@@ -26,6 +26,7 @@ from anvil.core.tools.edit.edit_data import EditApplied, EditFailed, LineRange, 
 from anvil.core.tools.edit.indentation import indent_of, width_of
 from anvil.core.tools.edit.match import apply_edit, plain_typography
 from anvil.core.tools.edit.patch_parse import Hunk
+from anvil.core.tools.files.textfile import LineChange
 
 #: Anchor places followed at most; past this, an anchor says too little to locate anything.
 MAX_ANCHOR_PLACES = 100
@@ -43,6 +44,8 @@ class PatchedText:
     text: str
     #: how each hunk matched: a step of the edit chain, or "insert" for a hunk with only + lines
     steps: tuple[str, ...]
+    #: the line ranges each hunk changed, in the text before and after (for the diff)
+    changes: tuple[LineChange, ...]
 
 
 @dataclass(frozen=True)
@@ -60,20 +63,26 @@ def apply_hunks(text: str, hunks: Sequence[Hunk]) -> PatchedText | HunkFailed:
     that."""
     final_newline = text.endswith("\n") or not text
     work = text if final_newline else text + "\n"
-    cursor = 0
+    cursor = shift = 0  # where the next hunk may start; how many lines the hunks so far added
     steps: list[str] = []
+    changes: list[LineChange] = []
     for hunk in hunks:
         outcome = _apply_hunk(work, hunk, cursor)
         if isinstance(outcome, HunkFailed):
             return outcome
-        work, cursor, step = outcome
+        work, step, (start, end, delta) = outcome
+        cursor = end + delta
+        changes.append((start - shift, end - shift, start, end + delta))
+        shift += delta
         steps.append(step)
     if not final_newline and work.endswith("\n"):
         work = work[:-1]
-    return PatchedText(work, tuple(steps))
+    return PatchedText(work, tuple(steps), tuple(changes))
 
 
-def _apply_hunk(work: str, hunk: Hunk, cursor: int) -> tuple[str, int, str] | HunkFailed:
+def _apply_hunk(work: str, hunk: Hunk, cursor: int) -> tuple[str, str, tuple[int, int, int]] | HunkFailed:
+    """The new text, how the hunk matched, and the lines it replaced (start, end) with the change in line
+    count."""
     lines = _Lines(work)
     places = _anchor_places(lines, hunk, cursor)
     if isinstance(places, HunkFailed):
@@ -104,11 +113,12 @@ def _apply_hunk(work: str, hunk: Hunk, cursor: int) -> tuple[str, int, str] | Hu
     if not found:
         return _not_found(work, hunk, old, cursor, misses)
     outcome, _ = next(iter(found.values()))
-    delta = _Lines(outcome.text).count - lines.count
-    return outcome.text, outcome.ranges[0].last + delta, outcome.step
+    delta = outcome.text.count("\n") - work.count("\n")
+    return outcome.text, outcome.step, (outcome.ranges[0].first - 1, outcome.ranges[0].last, delta)
 
 
-def _insert(work: str, lines: _Lines, hunk: Hunk, places: list[_Place]) -> tuple[str, int, str] | HunkFailed:
+def _insert(work: str, lines: _Lines, hunk: Hunk,
+            places: list[_Place]) -> tuple[str, str, tuple[int, int, int]] | HunkFailed:
     if hunk.anchors and len(places) > 1:
         listed = ", ".join(str(place.anchor + 1) for place in places if place.anchor is not None)
         return HunkFailed(hunk, f"{hunk.label()}: it only adds lines, after its @@ line, and that line appears at "
@@ -116,7 +126,8 @@ def _insert(work: str, lines: _Lines, hunk: Hunk, places: list[_Place]) -> tuple
                           "the enclosing class or function, so that it fits one place only.")
     at = places[0].anchor + 1 if hunk.anchors and places[0].anchor is not None else lines.count
     offset = lines.offset(at) if at < lines.count else len(work)
-    return work[:offset] + "".join(line + "\n" for line in hunk.new) + work[offset:], at + len(hunk.new), "insert"
+    added = "".join(line + "\n" for line in hunk.new)
+    return work[:offset] + added + work[offset:], "insert", (at, at, len(hunk.new))
 
 
 def _anchor_places(lines: _Lines, hunk: Hunk, cursor: int) -> list[_Place] | HunkFailed:

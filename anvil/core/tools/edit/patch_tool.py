@@ -25,7 +25,15 @@ from anvil.core.tools.edit.edit_tools import show_region
 from anvil.core.tools.edit.patch_apply import HunkFailed, apply_hunks
 from anvil.core.tools.edit.patch_parse import AddFile, DeleteFile, FileOp, PatchSyntaxError, UpdateFile, parse_patch
 from anvil.core.tools.files.file_tools import change_lock, clip_diff, encode_for, load_for_change, with_lint
-from anvil.core.tools.files.textfile import TextDocument, atomic_write, diff_stats, document_for_new_text, unified_diff
+from anvil.core.tools.files.textfile import (
+    LineChange,
+    TextDocument,
+    atomic_write,
+    diff_stats,
+    document_for_new_text,
+    unified_diff,
+    unified_diff_of_changes,
+)
 
 _NOTHING_CHANGED = "Nothing was changed: a patch applies whole or not at all."
 _HEADER_PATHS = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$", re.MULTILINE)
@@ -93,6 +101,8 @@ class _File:
     actions: list[str] = field(default_factory=list)
     moved_from: _File | None = None
     moved_away: bool = False  # the source of a move: its change shows in the destination's diff
+    #: the lines its one update changed, when that is all that happened to it (a faster diff)
+    changes: tuple[LineChange, ...] | None = None
 
     def diff(self) -> str:
         if self.moved_away and self.text is None:
@@ -103,6 +113,8 @@ class _File:
         if self.text is None:
             body = unified_diff(before or "", "", self.display)
             body = body.replace(f"+++ b/{_plain(self.display)}\n", "+++ /dev/null\n", 1)
+        elif self.changes is not None and before is not None:
+            body = unified_diff_of_changes(before, self.text, self.display, self.changes)
         else:
             body = unified_diff(before or "", self.text, self.display, new_file=before is None)
         if renamed:
@@ -140,12 +152,12 @@ class _Plan:
             entry = self.file(op.path, "overwritten")
             entry.document = entry.document or document_for_new_text(op.text)
             entry.actions.append("added" if entry.text is None else "replaced")
-            entry.text = op.text
+            entry.text, entry.changes = op.text, None
         elif isinstance(op, DeleteFile):
             entry = self.file(op.path, "deleted")
             if entry.text is None:
                 raise ToolError(f"{entry.display} does not exist, so it cannot be deleted.")
-            entry.text = None
+            entry.text, entry.changes = None, None
             entry.actions.append("deleted")
         else:
             self._update(op)
@@ -161,13 +173,16 @@ class _Plan:
         steps = ", ".join(dict.fromkeys(patched.steps))
         if op.hunks:
             entry.actions.append(f"updated ({len(op.hunks)} hunk{'s' if len(op.hunks) > 1 else ''}: {steps})")
+        alone = entry.text == entry.before and len(entry.actions) <= 1  # the update is all that happened to it
         target = self.file(op.move_to, "overwritten") if op.move_to else entry
         if target is not entry:
             target.document = entry.document
             target.moved_from, entry.moved_away = entry, target.before is None
             target.actions += [f"moved from {entry.display}", *entry.actions]
             entry.actions, entry.text = [], None
+            alone = alone and target.before is None
         target.text = patched.text
+        target.changes = patched.changes if alone else None
 
     def changes(self) -> list[_File]:
         return [entry for entry in self.files.values() if entry.text != entry.before or entry.moved_from is not None]

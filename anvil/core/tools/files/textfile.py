@@ -14,6 +14,7 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -283,6 +284,59 @@ def unified_diff(before: str, after: str, label: str, *, new_file: bool = False,
     return "".join(lines)
 
 
+#: A changed range of lines, 0-based and half-open: before[old_start:old_end] became after[new_start:new_end].
+LineChange = tuple[int, int, int, int]
+
+
+def unified_diff_of_changes(before: str, after: str, label: str, changes: Sequence[LineChange],
+                            context: int = 3) -> str:
+    """The unified diff of ``before`` → ``after`` when the changed ranges are known (apply_patch's hunks, in
+    order, not overlapping): the lines around each change are diffed on their own, so the cost follows the
+    changes rather than the distance between them."""
+    if before == after:
+        return ""
+    merged: list[LineChange] = []
+    for change in changes:
+        if merged and change[0] - merged[-1][1] <= 2 * context:  # close enough to share context: one hunk
+            merged[-1] = (merged[-1][0], change[1], merged[-1][2], change[3])
+        else:
+            merged.append(change)
+    old_lines, new_lines = _LineCursor(before), _LineCursor(after)
+    out = [f"--- a/{label.lstrip('/')}\n", f"+++ b/{label.lstrip('/')}\n"]
+    for old_start, old_end, new_start, new_end in merged:
+        first = max(0, old_start - context)
+        old_chunk = old_lines.take(first, old_end + context)
+        new_first = new_start - (old_start - first)
+        new_chunk = new_lines.take(new_first, new_end + context)
+        for line in list(difflib.unified_diff(old_chunk, new_chunk, n=context))[2:]:
+            if line.startswith("@@"):
+                line = _shift_hunk_header(line, first, new_first)
+            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+class _LineCursor:
+    """Lines of a text by index, found by walking forward from the last place asked for (no whole split)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line = self.offset = 0
+
+    def _seek(self, line: int) -> int:
+        if line < self.line:
+            self.line = self.offset = 0
+        if line > self.line:
+            rest = self.text[self.offset:]
+            pieces = rest.split("\n", line - self.line)  # C speed; only the last piece is long
+            self.offset += len(rest) - len(pieces[-1]) if len(pieces) > line - self.line else len(rest)
+            self.line = line
+        return self.offset
+
+    def take(self, first: int, end: int) -> list[str]:
+        start = self._seek(first)
+        return _lines_keepends(self.text[start:self._seek(end)])
+
+
 def diff_stats(diff: str) -> tuple[int, int]:
     """(lines added, lines removed) in a unified diff."""
     added = removed = 0
@@ -305,11 +359,11 @@ def _lines_keepends(text: str) -> list[str]:
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
-def _shift_hunk_header(header: str, offset: int) -> str:
+def _shift_hunk_header(header: str, offset: int, new_offset: int | None = None) -> str:
     def shift(match: re.Match[str]) -> str:
         old_start, old_len, new_start, new_len = match.groups()
         return (f"@@ -{int(old_start) + offset}{old_len or ''} "
-                f"+{int(new_start) + offset}{new_len or ''} @@")
+                f"+{int(new_start) + (offset if new_offset is None else new_offset)}{new_len or ''} @@")
 
     return _HUNK.sub(shift, header, count=1)
 

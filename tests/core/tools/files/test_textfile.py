@@ -237,3 +237,78 @@ def test_diff_applied_to_the_old_text_gives_the_new_text(before, after, before_f
     new = "\n".join(after) + ("\n" if after_final and after else "")
     diff = unified_diff(old, new, "f")
     assert _apply_patch(old, diff) == new
+
+
+# --- the diff of known changes (apply_patch) ---------------------------------------------------------
+
+
+def _apply_unified(before: str, diff: str) -> str:
+    """A minimal unified-diff applier, to check that a diff turns ``before`` into what it claims."""
+    old = before.splitlines(keepends=True)
+    out: list[str] = []
+    position = 0
+    lines = diff.splitlines(keepends=True)[2:]
+    index = 0
+    while index < len(lines):
+        header = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", lines[index])
+        assert header, lines[index]
+        start, length = int(header.group(1)), int(header.group(2) or 1)
+        first = start - 1 if length else start
+        out += old[position:first]
+        position = first
+        index += 1
+        while index < len(lines) and not lines[index].startswith("@@"):
+            line = lines[index]
+            if line.startswith("\\"):
+                if not lines[index - 1].startswith("-"):  # the note is about the line before it
+                    out[-1] = out[-1].removesuffix("\n")
+            elif line.startswith(("-", " ")):
+                assert old[position].removesuffix("\n") == line[1:].removesuffix("\n")
+                position += 1
+                if line.startswith(" "):
+                    out.append(old[position - 1])
+            else:
+                out.append(line[1:])
+            index += 1
+    return "".join(out + old[position:])
+
+
+@st.composite
+def changed_texts(draw: st.DrawFn) -> tuple[str, str, list[tuple[int, int, int, int]]]:
+    before = draw(st.lists(st.sampled_from(["a", "b", "c", "", "x = 1"]), min_size=0, max_size=40))
+    after: list[str] = []
+    changes = []
+    position = 0
+    while position < len(before) and draw(st.booleans()):
+        start = draw(st.integers(position, len(before)))
+        end = draw(st.integers(start, min(len(before), start + 4)))
+        new = draw(st.lists(st.sampled_from(["a", "B", "new", ""]), max_size=4))
+        if start == end and not new:
+            continue
+        after += before[position:start]
+        changes.append((start, end, len(after), len(after) + len(new)))
+        after += new
+        position = end
+    after += before[position:]
+    final = draw(st.booleans())
+    return ("\n".join(before) + ("\n" if final and before else ""),
+            "\n".join(after) + ("\n" if final and after else ""), changes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(changed_texts())
+def test_the_diff_of_known_changes_turns_before_into_after(case):
+    before, after, changes = case
+    diff = textfile.unified_diff_of_changes(before, after, "f.txt", changes)
+    if before == after:
+        assert diff == ""
+    else:
+        assert diff.startswith("--- a/f.txt\n+++ b/f.txt\n")
+        assert _apply_unified(before, diff) == after
+
+
+def test_the_diff_of_known_changes_reads_like_a_whole_file_diff():
+    before = "".join(f"line {i}\n" for i in range(100))
+    after = before.replace("line 10\n", "line ten\n").replace("line 12\n", "").replace("line 80\n", "line 80\nnew\n")
+    changes = [(10, 11, 10, 11), (12, 13, 12, 12), (80, 81, 79, 81)]
+    assert textfile.unified_diff_of_changes(before, after, "f.txt", changes) == unified_diff(before, after, "f.txt")
