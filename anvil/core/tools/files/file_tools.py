@@ -172,7 +172,7 @@ class ReadFileTool(Tool):
         "the line; the number and tab are NOT part of the file, so never copy them into edit_file's "
         "old_string. Reads up to `limit` lines (default 2000) from `offset` (1-based); for longer files a "
         "note says which offset to read next. Lines over 2000 characters are cut. Always read a file before "
-        "editing or overwriting it: edit_file, multi_edit and write_file refuse files you have not read. "
+        "editing or overwriting it: the edit tools and write_file refuse files you have not read. "
         "Binary files are refused; for a directory use list_files; to find text across files use grep."
     )
     Args = ReadFileArgs
@@ -313,8 +313,9 @@ class WriteFileTool(Tool):
     description = (
         "Create a file, or replace a whole file's content. Parent directories are created. To overwrite an "
         "existing file you must have read it with read_file in this session, and it must not have changed "
-        "since. To change part of an existing file prefer edit_file or multi_edit: they are cheaper and "
-        "safer. An existing file keeps its encoding and line-ending style. Returns a diff."
+        "since. To change part of an existing file prefer the edit tools (edit_file and multi_edit, or "
+        "apply_patch): they are cheaper and safer. An existing file keeps its encoding and line-ending style. "
+        "Returns a diff."
     )
     Args = WriteFileArgs
     read_only = False
