@@ -30,7 +30,9 @@ def test_layers_in_order(project: Path) -> None:
     assert settings.model == "openai/project"  # project beats user
     assert settings.theme == "light"  # user beats defaults
     assert settings.max_iterations == 30  # env beats files
-    assert settings.permissions.allow == ["git status"] and settings.permissions.deny == ["rm *"]
+    # permissions are not layered: each file's table stays in its scope
+    assert settings.permissions.user.allow == ["git status"] and settings.permissions.user.deny == []
+    assert settings.permissions.project.deny == ["rm *"] and settings.permissions.project.allow == []
     flagged = load_settings(project, {"max_iterations": 40, "model": None}, environ={"ANVIL_MAX_ITERATIONS": "30"})
     assert flagged.max_iterations == 40 and flagged.model == "openai/project"
 

@@ -157,6 +157,10 @@ def tool_rule_matches(pattern: str, tool_name: str) -> bool:
     return fnmatchcase(tool_name, pattern.strip())
 
 
+class RuleError(ValueError):
+    """A pattern no rule can be made of (empty, or an allow rule that would allow everything)."""
+
+
 @dataclass(frozen=True)
 class CommandRule:
     pattern: str
@@ -166,9 +170,9 @@ class CommandRule:
     def __post_init__(self) -> None:
         pattern = normalize_pattern(self.pattern)
         if not pattern:
-            raise ValueError("a command rule needs a pattern")
+            raise RuleError("an empty rule matches no command; remove it or write the command")
         if self.effect == "allow" and not pattern.replace("*", "").replace("?", "").strip():
-            raise ValueError(f"the allow rule {pattern!r} would allow every command; use auto-approve")
+            raise RuleError(f"the allow rule {pattern!r} would allow every command; use auto-approve")
         object.__setattr__(self, "pattern", pattern)
 
     def matches(self, text: str) -> bool:
@@ -209,8 +213,8 @@ class CommandDecision:
 
 
 class CommandRules:
-    """The allow and deny rules of all scopes. The lead's config code fills it; "always allow"
-    adds to it with :meth:`add`."""
+    """The allow and deny rules of all scopes: those the settings layer passes in, and those "always
+    allow" adds with :meth:`add`."""
 
     def __init__(self, rules: Iterable[CommandRule] = ()) -> None:
         self.rules: list[CommandRule] = []
