@@ -138,7 +138,8 @@ def test_bad_rule_in_config_is_one_clear_error(project: Path) -> None:
     result = subprocess.run(anvil_command("-p", "hi", "--model", "scripted"), cwd=project, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "Permission rule '*'" in result.stderr
+    assert result.stderr.startswith(f"anvil: {project / '.anvil' / 'config.toml'}: Permission rule '*'")
+    assert result.stderr.count("\n") == 1
 
 
 def test_headless_allows_by_rule_and_denies_the_rest(project: Path, server: ScriptedOpenAIServer) -> None:
