@@ -27,7 +27,8 @@ from pathlib import Path
 
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
 from anvil.core.policy.rules import CommandRule, CommandRules, suggest_pattern
-from anvil.core.policy.shell_parse import SimpleCommand, parse_command
+from anvil.core.policy.shell_command import SimpleCommand
+from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.verdict import Verdict
 
 

@@ -33,7 +33,8 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Literal
 
-from anvil.core.policy.shell_parse import ParsedCommand, SimpleCommand, parse_command
+from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand
+from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.shell_words import SHELLS, privileged_inner
 
 Scope = Literal["session", "project", "user"]
