@@ -3,7 +3,7 @@
 - user: ``$XDG_CONFIG_HOME/anvil/config.toml`` (``~/.config/anvil/config.toml``)
 - project: ``.anvil/config.toml`` in the project root
 
-Every problem (TOML syntax, an unknown key, a wrong type, a permission rule no rule can be made of) becomes
+Every problem (TOML syntax, an unknown key, a wrong type, a permission pattern that cannot be a rule) becomes
 one :class:`ConfigError` naming the file, the key and what was expected. Paths follow the XDG base directories
 on every platform, so the files are where a person looks for them.
 
@@ -284,7 +284,7 @@ def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[s
 def _read_rules_file(path: Path) -> Permissions:
     """A ``permissions.toml``: its ``allow`` and ``deny`` lists (other keys are left alone)."""
     data = read_toml(path)
-    table = {key: data[key] for key in ("allow", "deny") if key in data}
+    table: dict[str, Any] = {key: data[key] for key in ("allow", "deny") if key in data}
     try:
         return Permissions.model_validate(table)
     except ValidationError as exc:
@@ -295,9 +295,10 @@ def _read_rules_file(path: Path) -> Permissions:
 
 
 def _check_rules(path: Path, table: Permissions, scope: RuleScope) -> None:
-    for effect in ("allow", "deny"):
-        for pattern in getattr(table, effect):
+    lists: tuple[tuple[Literal["allow", "deny"], list[str]], ...] = (("allow", table.allow), ("deny", table.deny))
+    for effect, patterns in lists:
+        for pattern in patterns:
             try:
-                parse_rule(pattern, effect, scope)  # type: ignore[arg-type]
+                parse_rule(pattern, effect, scope)
             except RuleError as exc:
                 raise ConfigError(f"{path}: {exc}.") from None

@@ -60,7 +60,8 @@ class _Lexer:
 
     def tokens(self, closer: bool = False) -> list[_Tok]:
         """All tokens, or (``closer``) those up to the ``)`` that ends a ``$(`` or ``<(``."""
-        s, out, nesting = self.s, [], _Nesting()
+        s, nesting = self.s, _Nesting()
+        out: list[_Tok] = []
         while True:
             while self.i < len(s) and (s[self.i] in " \t" or s.startswith("\\\n", self.i)):
                 self.i += 2 if s[self.i] == "\\" else 1
