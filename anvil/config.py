@@ -3,9 +3,13 @@
 - user: ``$XDG_CONFIG_HOME/anvil/config.toml`` (``~/.config/anvil/config.toml``)
 - project: ``.anvil/config.toml`` in the project root
 
-Every problem (TOML syntax, an unknown key, a wrong type) becomes one :class:`ConfigError` naming the
-file, the key and what was expected. Paths follow the XDG base directories on every platform, as
-DESIGN.md specifies, so the files are where a person looks for them.
+Every problem (TOML syntax, an unknown key, a wrong type, a permission pattern that cannot be a rule) becomes
+one :class:`ConfigError` naming the file, the key and what was expected. Paths follow the XDG base directories
+on every platform, so the files are where a person looks for them.
+
+Permission rules are not layered: the user's and the project's ``[permissions]`` tables both apply, each in
+its own scope, and so do the rules "always allow" saved to each scope's ``permissions.toml``
+(:func:`permission_rules`). The core gets them as plain lists and never reads these files itself.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from anvil.core.hooks.runner import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
+from anvil.core.policy.approval import Scope, parse_rule
+from anvil.core.policy.rules import RuleError
 from anvil.core.subagents.agent_types import AgentTypeConfig
 from anvil.core.tools.web.web_tools import WebConfig
 
@@ -27,13 +33,30 @@ class ConfigError(Exception):
     """A configuration problem, with one message that says where and what to do."""
 
 
+RuleScope = Literal["user", "project"]
+
+
 class Permissions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """One ``[permissions]`` table, or one ``permissions.toml``."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     allow: list[str] = Field(default_factory=list)
-    """Command patterns that run without asking, e.g. ``"pytest*"``, ``"git status"``."""
+    """Patterns that run without asking: commands (``"pytest*"``, ``"git status"``) or tools (``"run_tests(*)"``,
+    ``"web_fetch(domain:docs.python.org)"``)."""
     deny: list[str] = Field(default_factory=list)
-    """Command patterns that are always refused. Deny beats allow."""
+    """Patterns that are always refused. Deny beats allow."""
+
+
+class ScopedPermissions(BaseModel):
+    """The ``[permissions]`` table of each config file, kept apart: both apply, each in its own scope."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    user: Permissions = Field(default_factory=Permissions)
+    """From the user config.toml: rules for every project."""
+    project: Permissions = Field(default_factory=Permissions)
+    """From the project's .anvil/config.toml."""
 
 
 class Settings(BaseModel):
@@ -75,8 +98,9 @@ class Settings(BaseModel):
     """Characters of command output the model sees; the rest is cut in the middle and kept in a log."""
     lint: dict[str, str] = Field(default_factory=dict)
     """Linter per file type run after edits, e.g. ``python = "ruff check --output-format concise {path}"``."""
-    permissions: Permissions = Field(default_factory=Permissions)
-    """Rules for commands."""
+    permissions: ScopedPermissions = Field(default_factory=ScopedPermissions)
+    """Allow and deny rules for commands and tools, written ``[permissions]`` in either config file; each file's
+    table is kept in its own scope instead of one replacing the other."""
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     """Shell commands run at session events (``[[hooks.pre_tool_use]]`` ...); see examples/hooks/."""
     web: WebConfig = Field(default_factory=WebConfig)
@@ -121,6 +145,11 @@ def project_config_path(root: Path) -> Path:
     return root / ".anvil" / "config.toml"
 
 
+def permission_files(root: Path) -> dict[Scope, Path]:
+    """The files "always allow" saves rules to, by scope: anvil writes these, never the person's config.toml."""
+    return {"user": user_config_dir() / "permissions.toml", "project": root / ".anvil" / "permissions.toml"}
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -147,13 +176,20 @@ def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
 
 def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> ConfigError:
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"])
+    key = ".".join(str(p) for p in _as_written(err["loc"]))
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(err["loc"][:-1]))
         return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
     expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
+
+
+def _as_written(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A setting's location as the person wrote it: without the scope :func:`_scoped` put in."""
+    if loc[:1] == ("permissions",) and loc[1:2] in (("user",), ("project",)):
+        return loc[:1] + loc[2:]
+    return loc
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -195,13 +231,20 @@ def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     return layer
 
 
+def _scoped(layer: dict[str, Any], scope: RuleScope) -> dict[str, Any]:
+    """A config file's ``[permissions]`` under its scope, so merging the files keeps both tables."""
+    if "permissions" not in layer:
+        return layer
+    return {**layer, "permissions": {scope: layer["permissions"]}}
+
+
 def load_settings(root: Path, flags: dict[str, Any] | None = None,
                   environ: dict[str, str] | None = None) -> Settings:
     """Merge every layer, validating after each so an error names the layer that caused it."""
     env = os.environ if environ is None else environ
     layers = [
-        (f"User config {user_config_path()}", read_toml(user_config_path())),
-        (f"Project config {project_config_path(root)}", read_toml(project_config_path(root))),
+        (f"User config {user_config_path()}", _scoped(read_toml(user_config_path()), "user")),
+        (f"Project config {project_config_path(root)}", _scoped(read_toml(project_config_path(root)), "project")),
         ("Environment (ANVIL_* variables)", env_layer(env)),
         ("Command line", {k: v for k, v in (flags or {}).items() if v is not None}),
     ]
@@ -216,3 +259,46 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None,
             raise _explain(exc, source, candidate) from None
         merged = candidate
     return Settings.model_validate(merged)
+
+
+def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[str], list[str]]]:
+    """(allow, deny) patterns per scope for the approval policy: the scope's ``[permissions]`` table, then
+    the rules saved to its ``permissions.toml``. Every rule is checked here, so a bad one is reported with
+    the file it is in."""
+    config_files: dict[RuleScope, Path] = {"user": user_config_path(), "project": project_config_path(root)}
+    saved = permission_files(root)
+    result: dict[Scope, tuple[list[str], list[str]]] = {}
+    scopes: tuple[RuleScope, ...] = ("user", "project")
+    for scope in scopes:
+        allow: list[str] = []
+        deny: list[str] = []
+        for path, table in ((config_files[scope], getattr(settings.permissions, scope)),
+                            (saved[scope], _read_rules_file(saved[scope]))):
+            _check_rules(path, table, scope)
+            allow += table.allow
+            deny += table.deny
+        result[scope] = (allow, deny)
+    return result
+
+
+def _read_rules_file(path: Path) -> Permissions:
+    """A ``permissions.toml``: its ``allow`` and ``deny`` lists (other keys are left alone)."""
+    data = read_toml(path)
+    table: dict[str, Any] = {key: data[key] for key in ("allow", "deny") if key in data}
+    try:
+        return Permissions.model_validate(table)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][0])
+        raise ConfigError(f"{path}: '{key}' should be a list of strings, e.g. [\"git status\", \"pytest*\"], "
+                          f"not {table.get(key)!r}.") from None
+
+
+def _check_rules(path: Path, table: Permissions, scope: RuleScope) -> None:
+    lists: tuple[tuple[Literal["allow", "deny"], list[str]], ...] = (("allow", table.allow), ("deny", table.deny))
+    for effect, patterns in lists:
+        for pattern in patterns:
+            try:
+                parse_rule(pattern, effect, scope)
+            except RuleError as exc:
+                raise ConfigError(f"{path}: {exc}.") from None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from anvil import __version__
-from anvil.config import Settings, data_dir, user_config_dir
+from anvil.config import Settings, data_dir, permission_files, permission_rules, user_config_dir
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
 from anvil.core.loop.agent import Agent
@@ -143,8 +143,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     tools = default_tools()
     for tool in web_tools(os.environ, settings.web):
         tools.add(tool)
-    policy = ApprovalPolicy.from_config(root, user_config_dir(), auto_approve=settings.auto_approve,
-                                        ask_edits=settings.ask_edits, mode=settings.mode)
+    policy = ApprovalPolicy(settings.auto_approve, rule_lists=permission_rules(settings, root),
+                            files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
     attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
     hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
     agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,

@@ -11,6 +11,7 @@ import importlib.util
 import io
 import re
 import sys
+import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -212,8 +213,8 @@ async def test_always_in_the_project_saves_the_rule_and_stops_asking(make_repl: 
     await repl.wait("first")
     shown = re.search(r"always allowed in this project \(\.anvil/permissions\.toml\): (.+)", repl.screen())
     assert shown is not None
-    rules = (project / ".anvil" / "permissions.toml").read_text()
-    assert f'allow = ["{shown.group(1).strip()}"]' in rules  # exactly the pattern the person was shown
+    rules = tomllib.loads((project / ".anvil" / "permissions.toml").read_text())
+    assert rules["allow"] == [shown.group(1).strip()]  # exactly the pattern the person was shown
     await repl.prompt("again")
     await repl.wait("second")
     assert repl.screen().count("Approve run_command?") == 1  # the saved rule answered the second time

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from anvil.core.events import ToolCallStarted
-from anvil.core.policy.approval import ApprovalPolicy, Verdict
+from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.verdict import Verdict
 from anvil.core.tools.base import Tool, ToolContext
 from anvil.tui.app import AnvilApp
 from anvil.tui.approval import ApprovalScreen

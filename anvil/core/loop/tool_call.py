@@ -21,7 +21,8 @@ from anvil.core.events import ApprovalAnswered, ApprovalDecision, ApprovalReques
 from anvil.core.hooks.runner import HookRunner, append_context
 from anvil.core.loop.interrupt import Interrupted, Interrupter
 from anvil.core.model.litellm_model import ToolCall
-from anvil.core.policy.approval import ApprovalPolicy, Verdict
+from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.verdict import Verdict
 from anvil.core.tools.base import (
     PreparedCall,
     Tool,

@@ -15,14 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ConfigDict
 
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-
-if TYPE_CHECKING:
-    from anvil.core.mcp.client import McpServer
 
 PREFIX = "mcp__"
 MAX_NAME = 64
@@ -43,6 +40,15 @@ def tool_name(server: str, tool: str) -> str:
     return name
 
 
+class McpConnection(Protocol):
+    """What a tool needs of its server (:class:`anvil.core.mcp.client.McpServer`): its name, and a call."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any: ...
+
+
 class McpArgs(ToolArgs):
     """Whatever the server's schema describes: kept as extra fields and passed through."""
 
@@ -54,7 +60,7 @@ class McpTool(Tool):
 
     Args = McpArgs
 
-    def __init__(self, server: McpServer, remote: Any) -> None:
+    def __init__(self, server: McpConnection, remote: Any) -> None:
         self.server = server
         self.remote_name: str = remote.name
         # name/description are class-level on built-in tools; MCP tools are made at run time, one per instance

@@ -6,16 +6,15 @@ Front ends never decide; they only ask the person when the verdict is ``ask``. H
 What needs asking, by default:
 - ``run_command``: the command policy (:mod:`anvil.core.policy.command_policy`): parsed into simple commands,
   each allowed by a rule on its own, risky forms and the hard-deny list handled there.
-- other tools that declare ``needs_approval`` (kill_command, run_tests, later MCP and web tools): tool
+- other tools that declare ``needs_approval`` (kill_command, run_tests, MCP tools, web_fetch): tool
   rules written ``name(*)`` (``run_tests(*)``, ``mcp__github__*(*)``), else ask.
 - edits and writes apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
 - reads, searches and todos never ask.
 
-Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules are read
-from the ``[permissions]`` tables of ``.anvil/config.toml`` and the user config, plus the files anvil
-writes when the person picks "always allow": ``.anvil/permissions.toml`` and
-``$XDG_CONFIG_HOME/anvil/permissions.toml``. anvil writes only those files, never the person's
-hand-written config, so nothing they wrote (comments included) is lost.
+Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules arrive as
+plain lists from the settings layer, which reads them from the config files; "always allow" in those scopes
+is saved at once to the scope's rules file (:mod:`anvil.core.policy.rule_files`), whose path arrives the
+same way.
 """
 
 from __future__ import annotations
@@ -25,9 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from anvil.core.policy.rule_files import save_rule
+from anvil.core.policy.rules import CommandRule, CommandRules, RuleError
+from anvil.core.policy.shell_parse import parse_command
+from anvil.core.policy.verdict import Verdict
 from anvil.core.tools.base import Tool, ToolContext
 
-Action = Literal["allow", "ask", "deny"]
 Scope = Literal["session", "project", "user"]
 SCOPES: tuple[Scope, ...] = ("session", "project", "user")
 #: ask: commands are asked about; accept_edits: edits apply without asking even when ask_edits is on;
@@ -40,79 +42,6 @@ EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")
 _TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    action: Action
-    #: who or what decided: "auto-approve", a rule pattern, "hard-deny", "no approval needed"...
-    by: str = ""
-    reasons: tuple[str, ...] = ()
-    #: for "deny" (and "ask", for headless): what the model is told
-    message: str = ""
-    #: for "ask": the rule "always allow" would save
-    suggested_pattern: str | None = None
-
-
-def permission_files(root: Path, user_config_dir: Path) -> dict[Scope, Path]:
-    """The files anvil writes "always allow" rules to, by scope."""
-    return {"project": root / ".anvil" / "permissions.toml", "user": user_config_dir / "permissions.toml"}
-
-
-def _read_permissions(path: Path) -> tuple[list[str], list[str]]:
-    from anvil.config import ConfigError, read_toml
-
-    data = read_toml(path)
-    table = data.get("permissions", data) if path.name == "config.toml" else data
-    if not isinstance(table, dict):
-        return [], []
-    lists = []
-    for key in ("allow", "deny"):
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: '{key}' should be a list of strings, e.g. [\"git status\", \"pytest*\"].")
-        lists.append(list(value))
-    return lists[0], lists[1]
-
-
-def load_rule_lists(root: Path, user_config_dir: Path) -> dict[Scope, tuple[list[str], list[str]]]:
-    """allow/deny patterns per scope, from the config files and anvil's permission files."""
-    sources: dict[Scope, list[Path]] = {
-        "user": [user_config_dir / "config.toml", user_config_dir / "permissions.toml"],
-        "project": [root / ".anvil" / "config.toml", root / ".anvil" / "permissions.toml"],
-    }
-    result: dict[Scope, tuple[list[str], list[str]]] = {}
-    for scope, paths in sources.items():
-        allow: list[str] = []
-        deny: list[str] = []
-        for path in paths:
-            a, d = _read_permissions(path)
-            allow += a
-            deny += d
-        result[scope] = (allow, deny)
-    return result
-
-
-def _toml_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
-
-
-def save_rule(path: Path, pattern: str, effect: Literal["allow", "deny"] = "allow") -> None:
-    """Add a pattern to an anvil permissions file, keeping every rule already there."""
-    allow, deny = _read_permissions(path) if path.exists() else ([], [])
-    target = allow if effect == "allow" else deny
-    if pattern in target:
-        return
-    target.append(pattern)
-    lines = ["# Rules saved by anvil when you chose \"always allow\". Edit freely: anvil keeps every rule here",
-             "# and rewrites this file when it adds one. Rules in config.toml [permissions] apply too.",
-             "allow = [" + ", ".join(_toml_string(p) for p in allow) + "]",
-             "deny = [" + ", ".join(_toml_string(p) for p in deny) + "]", ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
 
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
@@ -133,8 +62,6 @@ _WRITING_OPTIONS = {"find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-
 
 def _plan_mode_problem(command: str) -> str | None:
     """Why a command (already allowed by the rules) may still change something, or None when it only reads."""
-    from anvil.core.policy.shell_parse import parse_command
-
     for cmd in parse_command(command).commands:
         writes = [r.target for r in cmd.redirects if r.writes and r.target not in _HARMLESS_TARGETS]
         if writes:
@@ -182,14 +109,30 @@ class ToolRule:
         return fnmatchcase(subject_of(args).lower(), self.subject.strip().lower())
 
 
+def parse_rule(pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> ToolRule | CommandRule:
+    """A rule as a person writes it: ``tool(subject)`` for a tool (``web_fetch(domain:x.org)``), else a command
+    pattern (``run_command(git status)`` is ``git status``). Raises :class:`RuleError` for a pattern no rule
+    can be made of, which the settings layer reports with the file it came from."""
+    match = _TOOL_RULE.match(pattern.strip())
+    if match and match.group(1) != "run_command":
+        return ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*")
+    command = match.group(2) if match else pattern
+    try:
+        return CommandRule(command, effect, scope)
+    except RuleError as exc:
+        raise RuleError(f"Permission rule '{pattern}': {exc}") from exc
+
+
 class ApprovalPolicy:
-    """Rules, modes and risk put together. Without rules it still asks about what tools declare."""
+    """Rules, modes and risk put together. Without rules it still asks about what tools declare.
+
+    ``rule_lists``: (allow, deny) patterns per scope; ``files``: where "always allow" saves a rule, per scope.
+    ``mode`` None: "auto" with auto_approve, else "ask". ``mode="plan"`` with auto_approve starts in plan mode
+    and returns to "auto" when the plan is approved (headless approves it by itself then)."""
 
     def __init__(self, auto_approve: bool = False, *, rule_lists: dict[Scope, tuple[list[str], list[str]]] | None
                  = None, ask_edits: bool = False, files: dict[Scope, Path] | None = None,
                  home: Path | None = None, mode: Mode | None = None) -> None:
-        from anvil.core.policy.rules import CommandRules
-
         self.mode: Mode = "auto" if auto_approve else "ask"
         #: the mode plan mode returns to once a plan is approved
         self.previous_mode: Mode = self.mode
@@ -206,26 +149,12 @@ class ApprovalPolicy:
             for pattern in deny:
                 self._add(pattern, "deny", scope)
 
-    @classmethod
-    def from_config(cls, root: Path, user_config_dir: Path, *, auto_approve: bool = False,
-                    ask_edits: bool = False, mode: Mode | None = None) -> ApprovalPolicy:
-        """``mode`` None: "auto" with auto_approve, else "ask". ``mode="plan"`` with auto_approve starts in
-        plan mode and returns to "auto" when the plan is approved (headless approves it by itself then)."""
-        return cls(auto_approve, rule_lists=load_rule_lists(root, user_config_dir), ask_edits=ask_edits,
-                   files=permission_files(root, user_config_dir), mode=mode)
-
     def _add(self, pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> None:
-        match = _TOOL_RULE.match(pattern.strip())
-        if match and match.group(1) != "run_command":
-            self.tool_rules.append(ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*"))
-            return
-        command = match.group(2) if match else pattern  # run_command(git status) == git status
-        try:
-            self.rules.add(command, effect, scope)
-        except ValueError as exc:
-            from anvil.config import ConfigError
-
-            raise ConfigError(f"Permission rule '{pattern}' ({scope}): {exc}") from exc
+        rule = parse_rule(pattern, effect, scope)
+        if isinstance(rule, ToolRule):
+            self.tool_rules.append(rule)
+        else:
+            self.rules.add(rule.pattern, rule.effect, rule.scope)
 
     # -- modes ---------------------------------------------------------------------------------------
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from anvil.core.policy.approval import Verdict
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
 from anvil.core.policy.rules import CommandRule, CommandRules, suggest_pattern
-from anvil.core.policy.shell_parse import SimpleCommand, parse_command
+from anvil.core.policy.shell_command import SimpleCommand
+from anvil.core.policy.shell_parse import parse_command
+from anvil.core.policy.verdict import Verdict
 
 
 def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,

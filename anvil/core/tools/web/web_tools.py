@@ -4,14 +4,13 @@
   readable text: HTML as Markdown (:mod:`anvil.core.tools.web.html_text`), Markdown, JSON and other text as they are,
   binaries refused. The body is read up to ``max_bytes`` and the text cut at ``max_chars`` with a note. Redirects
   on the same site are followed; a redirect to another host is reported instead, because the person approved a
-  domain, not wherever it points. It asks approval per domain: ``rule_subject(args)`` is ``domain:<host>``, and
-  :func:`web_rule_matches` tells whether a rule such as ``web_fetch(domain:docs.python.org)`` or
-  ``web_fetch(domain:*.python.org)`` covers a call.
+  domain, not wherever it points. It asks approval per domain: ``rule_subject(args)`` is ``domain:<host>``, which
+  the approval policy matches against rules such as ``web_fetch(domain:docs.python.org)`` or
+  ``web_fetch(domain:*.python.org)``.
 - ``web_search(query)`` goes through a search API: Brave Search (``BRAVE_API_KEY``) or Tavily
   (``TAVILY_API_KEY``), keys from the config or the environment. Without a key it is not offered at all.
 
-For the lead: ``web_tools(os.environ, settings.web)`` returns the tools to add to the registry, and Settings gets
-``web: WebConfig``.
+:func:`web_tools` returns the tools the settings (``[web]``, :class:`WebConfig`) and the environment allow.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -85,18 +83,6 @@ def fetch_host(args: Any) -> str | None:
         return normalize_url(url).host.lower().rstrip(".")
     except ToolError:
         return None
-
-
-def web_rule_matches(rule_arg: str, args: Any) -> bool:
-    """Whether the argument of a ``web_fetch(...)`` rule covers a call: ``*``, ``domain:docs.python.org``
-    (that host only) or ``domain:*.python.org`` (a glob on the host)."""
-    rule = rule_arg.strip()
-    if rule == "*":
-        return True
-    if not rule.lower().startswith("domain:"):
-        return False
-    host = fetch_host(args)
-    return host is not None and fnmatchcase(host, rule[len("domain:"):].strip().lower().rstrip("."))
 
 
 # -- fetching ---------------------------------------------------------------------------------------------
