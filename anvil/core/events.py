@@ -63,9 +63,12 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True)
-class ToolCallInfo:
+class ToolCall:
+    """One tool call of a model reply: the model assembles it, the loop runs it, events carry it."""
+
     id: str
     name: str
+    #: the raw JSON text the model sent, parsed and validated only when the call runs
     arguments: str
 
 
@@ -73,7 +76,7 @@ class ToolCallInfo:
 class AssistantMessage(Event):
     type: ClassVar[str] = "assistant_message"
     text: str
-    tool_calls: tuple[ToolCallInfo, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     # Not imported before the first paint: the events module alone costs ~10 ms of dataclass building.
     from anvil.config import Settings
     from anvil.core import events as ev
-    from anvil.core.model.litellm_model import Model
+    from anvil.core.model.protocol import Model
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 

@@ -35,7 +35,7 @@ from anvil.core.context.snapshot import (
     tool_stub,
     transcript_blocks,
 )
-from anvil.core.model.litellm_model import ModelError
+from anvil.core.model.errors import ModelError
 
 KEEP_RESULTS_SHARE = 0.25  # newest tool results kept verbatim within this share of the usable window
 TIER1_TARGET_SHARE = 0.5  # tier 1 is enough when the history ends up under this share

@@ -30,7 +30,7 @@ from anvil.core.events import (
     Event,
     Notice,
     TextDelta,
-    ToolCallInfo,
+    ToolCall,
     ToolResultEvent,
     TurnEnded,
     TurnEndReason,
@@ -39,11 +39,13 @@ from anvil.core.events import (
 )
 from anvil.core.hooks.runner import HookRunner, append_context
 from anvil.core.loop.guard import LoopGuard
-from anvil.core.loop.interrupt import Interrupted, Interrupter
+from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.loop.stages import StageTracker
-from anvil.core.loop.tool_call import INTERRUPTED, CallOutcome, ToolCaller
+from anvil.core.loop.tool_call import CallOutcome, ToolCaller
 from anvil.core.loop.verify import FILE_TOOLS, RUNNING_TOOLS, CheckResult, failure_message, report, run_checks
-from anvil.core.model.litellm_model import Completion, LiteLLMModel, Model, ModelError, ToolCall
+from anvil.core.model.errors import ModelError
+from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.protocol import Completion, Model
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.session.store import Session
 from anvil.core.session.undo import rewind_history, rewind_points
@@ -154,9 +156,7 @@ class Agent:
                 return
             text = append_context(text, submitted.additional_context)
         self.turn += 1
-        begin_turn = getattr(self.ctx.checkpoints, "begin_turn", None)
-        if begin_turn is not None:  # the files this turn changes are snapshotted under its number
-            begin_turn(self.turn)
+        self.ctx.checkpoints.begin_turn(self.turn)  # the files this turn changes are snapshotted under its number
         self._add_message({"role": "user", "content": text})
         yield self._record(TurnStarted(self.turn, text, self.session.id if self.session else ""))
         reminder = mode_reminder(self.policy.mode, self._told_mode)
@@ -258,9 +258,7 @@ class Agent:
         if reason == "interrupted":
             message = INTERRUPTED
         self._told_mode = self.policy.mode
-        finish_turn = getattr(self.ctx.checkpoints, "finish_turn", None)
-        if finish_turn is not None:  # what anvil left on disk, to notice later changes made outside it
-            finish_turn(self.turn)
+        self.ctx.checkpoints.finish_turn(self.turn)  # what anvil left on disk, to notice later outside changes
         yield self._record(TurnEnded(self.turn, reason, iterations, message))
         if self.session is not None:
             self.session.sync()
@@ -368,8 +366,7 @@ class Agent:
                                       "function": {"name": c.name, "arguments": c.arguments}}
                                      for c in completion.tool_calls]
         self._add_message(message)
-        calls = tuple(ToolCallInfo(c.id, c.name, c.arguments) for c in completion.tool_calls)
-        return self._record(AssistantMessage(completion.text, calls))
+        return self._record(AssistantMessage(completion.text, tuple(completion.tool_calls)))
 
     def _keep_partial(self, parts: list[str]) -> None:
         if parts:

@@ -12,9 +12,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
-from anvil.core.model.litellm_model import Model, ModelError
+from anvil.core.model.errors import ModelError
+from anvil.core.model.protocol import Model
 
 T = TypeVar("T")
+#: what the model reads (and the person sees) for a call or a request the person interrupted
+INTERRUPTED = "Interrupted by the user."
 
 
 class Interrupted(Exception):

@@ -17,10 +17,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from anvil.core.events import ApprovalAnswered, ApprovalDecision, ApprovalRequested, Event, Notice, ToolCallStarted
+from anvil.core.events import (
+    ApprovalAnswered,
+    ApprovalDecision,
+    ApprovalRequested,
+    Event,
+    Notice,
+    ToolCall,
+    ToolCallStarted,
+)
 from anvil.core.hooks.runner import HookRunner, append_context
-from anvil.core.loop.interrupt import Interrupted, Interrupter
-from anvil.core.model.litellm_model import ToolCall
+from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.policy.approval import ApprovalPolicy, Verdict
 from anvil.core.tools.base import (
     PreparedCall,
@@ -31,8 +38,6 @@ from anvil.core.tools.base import (
     ToolResult,
     format_validation,
 )
-
-INTERRUPTED = "Interrupted by the user."
 
 
 @dataclass

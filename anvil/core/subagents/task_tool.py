@@ -55,7 +55,7 @@ from anvil.core.events import (
     ToolResultEvent,
     TurnEnded,
 )
-from anvil.core.model.litellm_model import Model
+from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, AgentType, select_tools
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry, ToolResult

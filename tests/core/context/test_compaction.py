@@ -17,7 +17,8 @@ from anvil.config import Settings, data_dir, user_config_dir
 from anvil.core.context.snapshot import SNAPSHOT_MARK, STUB_MARK
 from anvil.core.events import CompactionFinished, CompactionStarted, Notice, TodoItem, TurnEnded
 from anvil.core.loop.agent import Agent
-from anvil.core.model.litellm_model import LiteLLMModel, RetryPolicy, load_litellm
+from anvil.core.model.errors import RetryPolicy
+from anvil.core.model.litellm_model import LiteLLMModel, load_litellm
 from anvil.core.prompts import build_system_prompt
 from anvil.core.session.store import SessionStore
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult

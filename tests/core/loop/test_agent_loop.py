@@ -23,7 +23,8 @@ from anvil.core.events import (
     UsageReport,
 )
 from anvil.core.loop.agent import Agent
-from anvil.core.model.litellm_model import LiteLLMModel, RetryPolicy
+from anvil.core.model.errors import RetryPolicy
+from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
 from tests.support.openai_server import ScriptedOpenAIServer

@@ -315,7 +315,8 @@ async def test_plan_mode_allows_sub_agents_that_stay_read_only(project: Path, tm
 
 
 async def test_nested_run_through_litellm_and_the_scripted_server(server: Any, project: Path, tmp_path: Path) -> None:
-    from anvil.core.model.litellm_model import LiteLLMModel, RetryPolicy
+    from anvil.core.model.errors import RetryPolicy
+    from anvil.core.model.litellm_model import LiteLLMModel
 
     server.add(
         task_call("explore", "What does the README say?"),
