@@ -15,9 +15,10 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from anvil.core.events import Retrying, ToolCall
+from anvil.core.events import Retrying
+from anvil.core.model.chunks import StreamAssembler
 from anvil.core.model.errors import RetryPolicy, classify_error
-from anvil.core.model.protocol import Completion, StreamItem, Usage
+from anvil.core.model.protocol import StreamItem, Usage
 
 # ---------------------------------------------------------------------------------------------
 # litellm, loaded lazily
@@ -161,13 +162,13 @@ class LiteLLMModel:
             started_output = False
             try:
                 response = await litellm.acompletion(**self._request(messages, tools))
-                builder = _CompletionBuilder()
+                assembler = StreamAssembler()
                 async for chunk in response:
-                    delta_text = builder.add(chunk)
+                    delta_text = assembler.add(chunk)
                     if delta_text:
                         started_output = True
                         yield delta_text
-                completion = builder.build()
+                completion = assembler.build()
                 completion.cost = self._cost(litellm, completion.usage)
                 yield completion
                 return
@@ -206,52 +207,3 @@ def _with_cache_hints(model: str, messages: list[dict[str, Any]]) -> list[dict[s
     cached = {"role": "system", "content": [{"type": "text", "text": first["content"],
                                              "cache_control": {"type": "ephemeral"}}]}
     return [cached, *messages[1:]]
-
-
-class _CompletionBuilder:
-    """Assembles text, tool calls (from index-keyed deltas) and usage out of stream chunks."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.calls: dict[int, dict[str, str]] = {}
-        self.usage: Usage | None = None
-        self.finish_reason: str | None = None
-
-    def add(self, chunk: Any) -> str:
-        usage = getattr(chunk, "usage", None)
-        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
-            details = getattr(usage, "prompt_tokens_details", None)
-            cached = getattr(details, "cached_tokens", 0) if details is not None else 0
-            self.usage = Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), int(cached or 0))
-        choices = getattr(chunk, "choices", None) or []
-        if not choices:
-            return ""
-        choice = choices[0]
-        if getattr(choice, "finish_reason", None):
-            self.finish_reason = choice.finish_reason
-        delta = getattr(choice, "delta", None)
-        if delta is None:
-            return ""
-        for call in getattr(delta, "tool_calls", None) or []:
-            index = getattr(call, "index", None)
-            if index is None:
-                index = len(self.calls)
-            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-            if getattr(call, "id", None):
-                slot["id"] = call.id
-            function = getattr(call, "function", None)
-            if function is not None:
-                if getattr(function, "name", None):
-                    slot["name"] = function.name
-                if getattr(function, "arguments", None):
-                    slot["arguments"] += function.arguments
-        content = getattr(delta, "content", None)
-        if content:
-            self.text.append(content)
-            return str(content)
-        return ""
-
-    def build(self) -> Completion:
-        calls = [ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
-                 for index, slot in sorted(self.calls.items())]
-        return Completion("".join(self.text), calls, self.usage, None, self.finish_reason)
