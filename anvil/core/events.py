@@ -89,6 +89,8 @@ class ToolCallStarted(Event):
     # One word for what the model is doing: exploring, planning, creating, editing, testing, fixing,
     # verifying; None when the call says nothing about it (an unknown command).
     stage: str | None = None
+    # What the tool does (Tool.kind: read, edit, execute, search, fetch, think, ...), for showing calls by kind.
+    kind: str = "other"
 
 
 @dataclass(frozen=True)
