@@ -268,7 +268,7 @@ class AnvilApp(App[int]):
         self.prompt.load_text("")
         self.send(prompt)
         await self._until_idle()
-        if self.runtime is not None and getattr(self.runtime.agent, "compact", None) is not None:
+        if self.runtime is not None:
             await asyncio.sleep(1.0)
             self._add_user("/compact")
             from anvil.tui.commands import run_slash
