@@ -104,7 +104,7 @@ def _headless(args: Any) -> int:
     from pathlib import Path
 
     from anvil.config import ConfigError, load_settings
-    from anvil.core.model.litellm_model import ModelError
+    from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
 
     prompt = _read_prompt(args.prompt)

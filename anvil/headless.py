@@ -28,7 +28,7 @@ from anvil.core.events import (
     Retrying,
     TurnEnded,
 )
-from anvil.core.model.litellm_model import ModelError
+from anvil.core.model.errors import ModelError
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -50,12 +50,10 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text
         _emit_notice(warning, output_format, out, err)
     for notice in await runtime.start(wait_for_mcp=30.0):  # MCP tools must be there before the first turn
         _emit_notice(notice, output_format, out, err)
-    preflight = getattr(agent.model, "preflight", None)
-    if preflight is not None:
-        problem = await asyncio.to_thread(preflight)
-        if problem:
-            print(f"anvil: {problem}", file=err)
-            return EXIT_ERROR
+    problem = await asyncio.to_thread(agent.model.preflight)
+    if problem:
+        print(f"anvil: {problem}", file=err)
+        return EXIT_ERROR
     loop = asyncio.get_running_loop()
     interrupts = 0
 

@@ -18,7 +18,9 @@ from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
 from anvil.core.loop.agent import Agent
 from anvil.core.mcp.client import McpManager
-from anvil.core.model.litellm_model import LiteLLMModel, Model, RetryPolicy
+from anvil.core.model.errors import RetryPolicy
+from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.protocol import Model
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.prompts import build_system_prompt
@@ -73,8 +75,7 @@ class Runtime:
         found wrong (a missing key, an unknown name), which the switch does not prevent."""
         settings = self.settings.model_copy(update={"model": name})
         model = await asyncio.to_thread(build_model, settings)  # building a litellm model may import it
-        check = getattr(model, "preflight", None)
-        problem = await asyncio.to_thread(check) if check is not None else None
+        problem = await asyncio.to_thread(model.preflight)
         self.settings = settings
         # The agent's own switch keeps the meter compaction measures against and gives it the new window and
         # tokenizer.

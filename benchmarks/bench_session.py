@@ -181,8 +181,12 @@ class LoopModel:
     def context_window(self) -> int:
         return self.window
 
+    def preflight(self) -> None:
+        return None
+
     async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
-        from anvil.core.model.litellm_model import Completion, ToolCall, Usage
+        from anvil.core.events import ToolCall
+        from anvil.core.model.protocol import Completion, Usage
 
         self.calls += 1
         chars = sum(len(str(m.get("content") or "")) + 40 for m in messages)

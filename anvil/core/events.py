@@ -63,9 +63,12 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True)
-class ToolCallInfo:
+class ToolCall:
+    """One tool call of a model reply: the model assembles it, the loop runs it, events carry it."""
+
     id: str
     name: str
+    #: the raw JSON text the model sent, parsed and validated only when the call runs
     arguments: str
 
 
@@ -73,7 +76,7 @@ class ToolCallInfo:
 class AssistantMessage(Event):
     type: ClassVar[str] = "assistant_message"
     text: str
-    tool_calls: tuple[ToolCallInfo, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class ToolCallStarted(Event):
     # One word for what the model is doing: exploring, planning, creating, editing, testing, fixing,
     # verifying; None when the call says nothing about it (an unknown command).
     stage: str | None = None
+    # What the tool does (Tool.kind: read, edit, execute, search, fetch, think, ...), for showing calls by kind.
+    kind: str = "other"
 
 
 @dataclass(frozen=True)

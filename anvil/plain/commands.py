@@ -107,11 +107,7 @@ async def swap(repl: PlainRepl, runtime: Runtime) -> None:
 
 @command("compact", "/compact [focus]", "summarise the conversation to free context")
 async def _compact(repl: PlainRepl, arg: str) -> None:
-    compact = getattr(repl.runtime.agent, "compact", None)
-    if compact is None:
-        repl.say("Compaction on demand is not available in this version of the engine.")
-        return
-    await repl.run_events(compact(arg or None))
+    await repl.run_events(repl.runtime.agent.compact(arg or None))
 
 
 @command("model", "/model [name]", "show or switch the model")

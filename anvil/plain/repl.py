@@ -181,11 +181,8 @@ class PlainRepl:
             self.say(f"ℹ {notice}")
 
     async def _preflight(self) -> None:
-        check = getattr(self.runtime.agent.model, "preflight", None)
-        if check is None:
-            return
         with contextlib.suppress(Exception):  # a check that fails is no reason to stop the REPL
-            problem = await asyncio.to_thread(check)
+            problem = await asyncio.to_thread(self.runtime.agent.model.preflight)
             if problem:
                 self.say(f"✗ {problem} (/model NAME switches the model)", "class:error")
 
@@ -351,7 +348,7 @@ async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Out
 def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False) -> int:
     """The `anvil --plain` entry used by cli.py: settings, runtime, then the REPL on the real terminal."""
     from anvil.config import ConfigError, load_settings
-    from anvil.core.model.litellm_model import ModelError
+    from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.runtime import open_runtime
 

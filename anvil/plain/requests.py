@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanDecision, PlanProposed, QuestionAsked
+from anvil.core.loop.interrupt import INTERRUPTED
 from anvil.plain.render import approval_keys, approval_text, scope_text
 
 if TYPE_CHECKING:
     from anvil.plain.repl import PlainRepl
 
-INTERRUPTED = "Interrupted by the user."
 NO_ANSWER = ""  # an interrupted question: the tool tells the model nobody answered
 SCOPE_KEYS = {"s": "session", "p": "project", "e": "user"}
 SCOPE_WORDS = {"session": "this session", "project": "this project (.anvil/permissions.toml)",

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     # Not imported before the first paint: the events module alone costs ~10 ms of dataclass building.
     from anvil.config import Settings
     from anvil.core import events as ev
-    from anvil.core.model.litellm_model import Model
+    from anvil.core.model.protocol import Model
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
@@ -268,7 +268,7 @@ class AnvilApp(App[int]):
         self.prompt.load_text("")
         self.send(prompt)
         await self._until_idle()
-        if self.runtime is not None and getattr(self.runtime.agent, "compact", None) is not None:
+        if self.runtime is not None:
             await asyncio.sleep(1.0)
             self._add_user("/compact")
             from anvil.tui.commands import run_slash

@@ -111,11 +111,7 @@ async def _swap(app: AnvilApp, runtime: Runtime) -> None:
 @command("compact", "/compact [focus]", "summarise the conversation to free context", idle_only=True)
 async def _compact(app: AnvilApp, arg: str) -> None:
     assert app.runtime is not None
-    compact = getattr(app.runtime.agent, "compact", None)
-    if compact is None:
-        app.add_line("notice", "Compaction is not available in this version of the engine.")
-        return
-    app.start_agent(compact(arg or None))
+    app.start_agent(app.runtime.agent.compact(arg or None))
 
 
 @command("model", "/model [name]", "show or switch the model", idle_only=True)

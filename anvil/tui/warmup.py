@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from anvil.config import Settings
     from anvil.core.context.meter import TokenCounter
-    from anvil.core.model.litellm_model import Model
+    from anvil.core.model.protocol import Model
     from anvil.runtime import Runtime
 
 T = TypeVar("T")
@@ -136,8 +136,7 @@ def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
     from anvil.core.model.litellm_model import LITELLM_DEPENDENCIES, load_litellm, preload, warm_client, warm_tool_calls
 
     steps: list[ModelStep] = [(name, partial(preload, name)) for name in LITELLM_DEPENDENCIES]
-    check = getattr(model, "preflight", None) if preflight else None
-    steps.append(("litellm", check if check is not None else load_litellm))
+    steps.append(("litellm", model.preflight if preflight else load_litellm))
     steps.append(("client", partial(warm_client, model.name)))
     steps.append(("tool-calls", warm_tool_calls))
     steps.append(("tokenizer", partial(warm_tokenizer, runtime.agent.context.counter)))

@@ -105,9 +105,10 @@ class RememberingPolicy(ApprovalPolicy):
         self.rules: list[tuple[str, str, str]] = []
 
     def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
-        if not tool.needs_approval(args, ctx):
+        if tool.approval == "none":
             return Verdict("allow", by="no approval needed")
-        if any(tool.name == t and args.command.startswith(p.rstrip("*").rstrip()) for t, p, _ in self.rules):
+        command = tool.command(args) or ""
+        if any(tool.name == t and command.startswith(p.rstrip("*").rstrip()) for t, p, _ in self.rules):
             return Verdict("allow", by="rule")
         return Verdict("ask", suggested_pattern="echo *")
 

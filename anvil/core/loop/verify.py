@@ -20,10 +20,6 @@ from anvil.core.context.snapshot import ENGINE_MARK
 
 TAIL_LINES = 60
 TAIL_CHARS = 4000
-# Tools that change the project's files when they succeed. Other non-read-only tools count too, except
-# these, which run things (and their effects are what the checks are for) rather than write files.
-FILE_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
-RUNNING_TOOLS = frozenset({"run_command", "run_tests", "kill_command"})
 
 
 @dataclass(frozen=True)

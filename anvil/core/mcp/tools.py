@@ -59,6 +59,8 @@ class McpTool(Tool):
     """One tool of one MCP server. Instances carry their own name and description."""
 
     Args = McpArgs
+    kind = "other"  # anvil cannot tell what a server's tool does; whether it mutates comes from the server
+    approval = "rule"  # code we know nothing about; rules like mcp__server__*(*) allow it without asking
 
     def __init__(self, server: McpConnection, remote: Any) -> None:
         self.server = server
@@ -68,7 +70,8 @@ class McpTool(Tool):
         text = (remote.description or getattr(remote, "title", None) or "").strip()
         self.description = (f"[MCP server '{server.name}'] {text or remote.name}")[:MAX_DESCRIPTION]  # type: ignore[misc]
         annotations = getattr(remote, "annotations", None)
-        self.read_only = bool(annotations is not None and annotations.read_only_hint)  # type: ignore[misc]
+        # code anvil knows nothing about changes things unless its server says it only reads
+        self.mutates = not (annotations is not None and annotations.read_only_hint)  # type: ignore[misc]
         schema = dict(remote.input_schema or {})
         schema.pop("title", None)
         schema.setdefault("type", "object")
@@ -78,9 +81,6 @@ class McpTool(Tool):
     def schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": self.input_schema}}
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True  # code we know nothing about; rules like mcp__server__*(*) allow it without asking
 
     def phase(self, args: Any) -> str:
         return f"{self.server.name}: {self.remote_name}"

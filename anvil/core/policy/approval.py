@@ -3,13 +3,13 @@
 Front ends never decide; they only ask the person when the verdict is ``ask``. Headless mode turns
 ``ask`` into a refusal that tells the model why.
 
-What needs asking, by default:
-- ``run_command``: the command policy (:mod:`anvil.core.policy.command_policy`): parsed into simple commands,
-  each allowed by a rule on its own, risky forms and the hard-deny list handled there.
-- other tools that declare ``needs_approval`` (kill_command, run_tests, MCP tools, web_fetch): tool
-  rules written ``name(*)`` (``run_tests(*)``, ``mcp__github__*(*)``), else ask.
-- edits and writes apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
-- reads, searches and todos never ask.
+What needs asking, by default, follows the approval need each tool declares (``Tool.approval``):
+- "command" (run_command): the command policy (:mod:`anvil.core.policy.command_policy`): parsed into simple
+  commands, each allowed by a rule on its own, risky forms and the hard-deny list handled there.
+- "rule" (kill_command, run_tests, MCP and web tools): tool rules written ``name(subject)`` (``run_tests(*)``,
+  ``mcp__github__*(*)``, ``web_fetch(domain:docs.python.org)``), else ask.
+- "edit" (edits and writes): apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
+- "none" (reads, searches, todos): never ask.
 
 Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules arrive as
 plain lists from the settings layer, which reads them from the config files; "always allow" in those scopes
@@ -37,8 +37,6 @@ SCOPES: tuple[Scope, ...] = ("session", "project", "user")
 #: a plan (exit_plan_mode), which returns to the previous mode. Front ends cycle these (Shift+Tab).
 Mode = Literal["ask", "accept_edits", "auto", "plan"]
 MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
-EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit"})
-EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")
 _TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
@@ -101,12 +99,12 @@ class ToolRule:
             return False
         if self.subject in ("", "*"):
             return True
-        subject_of = getattr(tool, "rule_subject", None)  # tools whose rules name part of the call
-        if subject_of is None:
+        subject = tool.rule_subject(args)  # None: the tool's rules name only the tool
+        if subject is None:
             return False
         from fnmatch import fnmatchcase
 
-        return fnmatchcase(subject_of(args).lower(), self.subject.strip().lower())
+        return fnmatchcase(subject.lower(), self.subject.strip().lower())
 
 
 def parse_rule(pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> ToolRule | CommandRule:
@@ -187,52 +185,50 @@ class ApprovalPolicy:
     # -- decisions -----------------------------------------------------------------------------------
 
     def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
+        """The verdict on one call, from the tool's declared approval need (never from its name)."""
         if self.mode == "plan":
             return self._evaluate_plan(tool, args, ctx)
-        if tool.name == "run_command":
-            from anvil.core.policy.command_policy import evaluate_command
+        match tool.approval:
+            case "command":
+                from anvil.core.policy.command_policy import evaluate_command
 
-            shell = ctx.state.get("shell")
-            cwd = getattr(shell, "cwd", None)
-            return evaluate_command(args.command, self.rules, ctx.root, self.home, self.auto_approve, cwd=cwd)
-        if tool.name in EDIT_TOOLS:
-            if self.ask_edits and self.mode == "ask":
+                shell = ctx.state.get("shell")
+                return evaluate_command(tool.command(args) or "", self.rules, ctx.root, self.home, self.auto_approve,
+                                        cwd=getattr(shell, "cwd", None))
+            case "edit" if self.ask_edits and self.mode == "ask":
                 return Verdict("ask", by="ask_edits", reasons=("edits need approval (ask_edits = true)",),
                                message="Not applied: edits need the user's approval.",
                                suggested_pattern=f"{tool.name}(*)")
-            return Verdict("allow", by="no approval needed")
-        if not tool.needs_approval(args, ctx):
-            return Verdict("allow", by="no approval needed")
-        return self._evaluate_tool(tool, args)
+            case "rule":
+                return self._evaluate_tool(tool, args)
+            case _:
+                return Verdict("allow", by="no approval needed")
 
     def _evaluate_plan(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
-        """Plan mode: reads, todos and exit_plan_mode; commands only when a rule allows them and they are
-        plainly harmless. Nothing is asked: the point of plan mode is that nothing changes until the plan
+        """Plan mode: what only reads, and leaving plan mode; commands only when a rule allows them and they
+        are plainly harmless. Nothing is asked: the point of plan mode is that nothing changes until the plan
         is approved, and a refusal tells the model what to do instead."""
-        if tool.name == EXIT_PLAN_TOOL:
+        if tool.kind == "switch_mode":
             return Verdict("allow", by="plan mode")
-        if tool.name == "run_command":
+        if tool.approval == "command":
             from anvil.core.policy.command_policy import evaluate_command
 
+            command = tool.command(args) or ""
             shell = ctx.state.get("shell")
-            verdict = evaluate_command(args.command, self.rules, ctx.root, self.home, False,
+            verdict = evaluate_command(command, self.rules, ctx.root, self.home, False,
                                        cwd=getattr(shell, "cwd", None))
-            problem = _plan_mode_problem(args.command) if verdict.action == "allow" else None
+            problem = _plan_mode_problem(command) if verdict.action == "allow" else None
             if verdict.action == "allow" and not verdict.reasons and problem is None:
                 return Verdict("allow", by=f"{verdict.by} (plan mode)")
             why = (verdict.reasons[0] if verdict.reasons else problem or
                    "no allow rule covers it, and plan mode runs only read-only commands your rules allow")
             return Verdict("deny", by="plan mode", reasons=(why,), message=PLAN_MODE_DENIAL.format(
-                what=f"`{args.command}` ({why})"))
-        if tool.read_only:
-            return self._evaluate_plain(tool, args, ctx)
+                what=f"`{command}` ({why})"))
+        if not tool.mutates:
+            return self._evaluate_tool(tool, args) if tool.approval == "rule" else Verdict(
+                "allow", by="no approval needed")
         return Verdict("deny", by="plan mode", reasons=(f"{tool.name} can change files or run code",),
                        message=PLAN_MODE_DENIAL.format(what=tool.name))
-
-    def _evaluate_plain(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
-        if not tool.needs_approval(args, ctx):
-            return Verdict("allow", by="no approval needed")
-        return self._evaluate_tool(tool, args)
 
     def _evaluate_tool(self, tool: Tool, args: Any) -> Verdict:
         name = tool.name
@@ -245,8 +241,7 @@ class ApprovalPolicy:
         for rule in self.tool_rules:
             if rule.effect == "allow" and rule.covers(tool, args):
                 return Verdict("allow", by=rule.pattern)
-        subject_of = getattr(tool, "rule_subject", None)  # web_fetch: "always allow" is per domain
-        subject = subject_of(args) if subject_of is not None else "*"
+        subject = tool.rule_subject(args) or "*"  # web_fetch: "always allow" is per domain
         return Verdict("ask", by="no matching rule", message=f"Not run: {name} needs the user's approval.",
                        suggested_pattern=f"{name}({subject})")
 

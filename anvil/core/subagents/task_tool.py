@@ -55,7 +55,7 @@ from anvil.core.events import (
     ToolResultEvent,
     TurnEnded,
 )
-from anvil.core.model.litellm_model import Model
+from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, AgentType, select_tools
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry, ToolResult
@@ -112,13 +112,15 @@ class TaskTool(Tool):
                    "Use it for broad searches or side tasks whose details would crowd this conversation; "
                    "give it a complete prompt, since it sees nothing else. One runs at a time.")
     Args = TaskArgs
+    kind = "other"
+    main_agent_only = True  # sub-agents cannot start sub-agents
 
     @property
-    def read_only(self) -> bool:  # type: ignore[override]
-        # A "general" sub-agent can change files, so the task tool is not read-only - except in plan mode,
-        # where the child obeys the same plan-mode policy and so cannot change anything either: the
-        # policy then lets the model explore through sub-agents, as it may read by itself.
-        return self.policy.mode == "plan"
+    def mutates(self) -> bool:  # type: ignore[override]
+        # A "general" sub-agent can change files, so the task tool mutates - except in plan mode, where the
+        # child obeys the same plan-mode policy and so cannot change anything either: the policy then lets
+        # the model explore through sub-agents, as it may read by itself.
+        return self.policy.mode != "plan"
 
     def __init__(self, model: Model | Callable[[], Model], parent_tools: ToolRegistry,
                  policy: ApprovalPolicy, *, types: dict[str, AgentType] | None = None,
@@ -203,23 +205,25 @@ class TaskTool(Tool):
                      outcome: _Outcome) -> None:
         """Run the child's turn, forwarding its events and relaying its approval requests."""
         async for event in child.run_turn(args.prompt):
-            if isinstance(event, ApprovalRequested):
-                # answered in its own task: the child waits on the future, and an interrupt must still reach it
-                relay = asyncio.create_task(self._relay(event, args.description, ctx))
-                outcome.relays.add(relay)
-                relay.add_done_callback(outcome.relays.discard)
-                continue
-            if isinstance(event, TextDelta):
-                continue
-            if isinstance(event, AssistantMessage) and event.text.strip():
-                outcome.report = event.text.strip()
-            elif isinstance(event, ToolResultEvent):
-                outcome.tool_calls += 1
-                tool = child.tools.get(event.name)
-                if event.ok and tool is not None and not tool.read_only:
-                    outcome.changed = True
-            elif isinstance(event, TurnEnded):
-                outcome.reason, outcome.message, outcome.iterations = event.reason, event.message, event.iterations
+            match event:
+                case ApprovalRequested():
+                    # answered in its own task: the child waits on the future, and an interrupt must still reach it
+                    relay = asyncio.create_task(self._relay(event, args.description, ctx))
+                    outcome.relays.add(relay)
+                    relay.add_done_callback(outcome.relays.discard)
+                    continue
+                case TextDelta():
+                    continue
+                case AssistantMessage(text=text) if text.strip():
+                    outcome.report = text.strip()
+                case ToolResultEvent(ok=True, name=name):
+                    outcome.tool_calls += 1
+                    tool = child.tools.get(name)
+                    outcome.changed = outcome.changed or (tool is not None and tool.mutates)
+                case ToolResultEvent():
+                    outcome.tool_calls += 1
+                case TurnEnded():
+                    outcome.reason, outcome.message, outcome.iterations = event.reason, event.message, event.iterations
             ctx.emit(SubagentEvent(agent_type.name, args.description, event))
 
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
@@ -242,17 +246,17 @@ class TaskTool(Tool):
 
     def _result(self, agent_type: AgentType, outcome: _Outcome, usage: dict[str, Any]) -> ToolResult:
         data: dict[str, Any] = {**usage, "agent_type": agent_type.name, "reason": outcome.reason,
-                                "iterations": outcome.iterations, "tool_calls": outcome.tool_calls,
-                                "changed": outcome.changed}
+                                "iterations": outcome.iterations, "tool_calls": outcome.tool_calls}
         tokens = usage["prompt_tokens"] + usage["completion_tokens"]
         summary = f"{agent_type.name}: {outcome.tool_calls} tool calls, {tokens:,} tokens"
         if outcome.reason == "done":
             return ToolResult(outcome.report or "(The sub-agent finished without writing a report.)",
-                              summary=summary, data=data)
+                              summary=summary, data=data, changed=outcome.changed)
         why = outcome.message or outcome.reason
         text = f"The sub-agent stopped before finishing ({outcome.reason}: {why})."
         if outcome.report:
             text += f" Its last message:\n\n{outcome.report}"
         else:
             text += " It wrote no report; retry with a narrower prompt, or do the task yourself."
-        return ToolResult(text, ok=False, summary=f"{summary}, stopped: {outcome.reason}", data=data)
+        return ToolResult(text, ok=False, summary=f"{summary}, stopped: {outcome.reason}", data=data,
+                          changed=outcome.changed)

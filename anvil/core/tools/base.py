@@ -1,7 +1,8 @@
 """The tool contract: what every tool is, what it gets, what it returns.
 
 A tool is a class with a name, a description written for the model, a pydantic ``Args`` model
-(its JSON schema is what the model sees), ``needs_approval(args, ctx)`` and ``async run(args, ctx)``.
+(its JSON schema is what the model sees), the traits that say what it is (its kind, whether it mutates,
+what approval it needs) and ``async run(args, ctx)``.
 Tools never raise into the loop: :class:`ToolError` carries a message back to the model, and the
 registry turns bad arguments and unexpected exceptions into error results too.
 """
@@ -13,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -27,13 +28,18 @@ class ToolError(Exception):
 
 @dataclass
 class ToolResult:
-    """What a tool returns. ``output`` is what the model reads; the rest is for front ends."""
+    """What a tool returns. ``output`` is what the model reads; ``summary``, ``diff`` and ``data`` are for front
+    ends; ``end_turn`` and ``changed`` are for the loop."""
 
     output: str
     ok: bool = True
     summary: str = ""
     diff: str | None = None
     data: dict[str, Any] | None = None
+    #: the turn should end after this call (a plan handed over for review when nobody can approve it)
+    end_turn: bool = False
+    #: whether the call changed the project's files; None leaves it to the tool's traits (see Tool.mutates)
+    changed: bool | None = None
 
 
 class ToolArgs(BaseModel):
@@ -115,17 +121,48 @@ class ToolContext:
         self.cleanups.clear()
 
 
+#: What a tool does, in the Agent Client Protocol's words (front ends and ACP clients show calls by kind).
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+#: What the approval policy asks of a call before it runs:
+#: none: nothing, it runs; edit: it changes files, so it asks only when the person wants edits approved
+#: (``ask_edits``); command: its shell command is judged by the command policy (rules per simple command,
+#: risky forms, the hard-deny list); rule: it asks unless a tool rule (``name(subject)``) allows it.
+Approval = Literal["none", "edit", "command", "rule"]
+
+
 class Tool(ABC):
-    """Base class for tools. Subclasses set the class attributes and implement ``run``."""
+    """Base class for tools. Subclasses set the class attributes and implement ``run``.
+
+    The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``runs_tests``, ``polls``,
+    ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents decide from them, never
+    from the tool's name.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[ToolArgs]] = ToolArgs
-    #: True when the tool never changes anything (plan mode and sub-agents rely on it).
-    read_only: ClassVar[bool] = True
+    kind: ClassVar[ToolKind] = "other"
+    #: It can change something (files, processes, the world outside): plan mode refuses it, read-only
+    #: sub-agents do not get it, and a successful call counts as changing the project's files unless it
+    #: is of kind "execute" (what commands change is what verification is for) or its result says otherwise.
+    mutates: ClassVar[bool] = False
+    approval: ClassVar[Approval] = "none"
+    #: It runs the project's tests (stage words: testing, verifying; a failure makes the next edits "fixing").
+    runs_tests: ClassVar[bool] = False
+    #: Calling it again with the same arguments is its point (polling a background command): the loop guard
+    #: counts a repeat only when nothing new came back.
+    polls: ClassVar[bool] = False
+    #: Only the main agent may use it (starting sub-agents, leaving plan mode): sub-agents never get it.
+    main_agent_only: ClassVar[bool] = False
 
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return False
+    def rule_subject(self, args: Any) -> str | None:
+        """What a tool rule's subject is matched against (``web_fetch(domain:docs.python.org)``); None when
+        the tool's rules name only the tool (``run_tests(*)``)."""
+        return None
+
+    def command(self, args: Any) -> str | None:
+        """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
+        return None
 
     def phase(self, args: Any) -> str:
         """A short label for front ends ("Reading app.py"), derived from the arguments."""
@@ -193,6 +230,9 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def schemas(self) -> list[dict[str, Any]]:
         # Built once: pydantic's schema generation costs milliseconds, and the loop asks every step.

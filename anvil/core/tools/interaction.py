@@ -6,7 +6,7 @@ tools say so instead of waiting forever:
 
 - ask_user tells the model to decide for itself and state its assumption;
 - exit_plan_mode hands the plan to the front end (a :class:`PlanProposed` without a future, which
-  ``anvil -p`` prints) and asks the loop to end the turn (``data["end_turn"]``). In "auto" mode
+  ``anvil -p`` prints) and asks the loop to end the turn (``ToolResult.end_turn``). In "auto" mode
   (``--auto-approve --mode plan``) the plan is approved by itself: the person approved everything.
 
 The tools read the approval policy from ``ctx.state["policy"]`` (see :func:`attach_policy`) to leave
@@ -79,7 +79,7 @@ class AskUser(Tool):
         "and do not ask for permission to run tools (approval is handled separately). Ask one question at a time."
     )
     Args = AskUserArgs
-    read_only = True  # it changes nothing; plan mode relies on it
+    kind = "other"  # a question for the person: it reads and changes nothing
 
     def phase(self, args: Any) -> str:
         return "Asking you"
@@ -114,7 +114,8 @@ class ExitPlanMode(Tool):
         "Do not use it outside plan mode or for questions that need no code changes."
     )
     Args = ExitPlanModeArgs
-    read_only = True  # it changes nothing by itself: the person's approval does
+    kind = "switch_mode"  # it changes nothing by itself: the person's approval does
+    main_agent_only = True  # leaving plan mode is the main agent's call
 
     def phase(self, args: Any) -> str:
         return "Proposing a plan"
@@ -136,7 +137,7 @@ class ExitPlanMode(Tool):
             return ToolResult(
                 "The plan was handed to the person for review; nobody can approve it in this run (headless), so "
                 "nothing may be changed now. End your turn: reply with at most one short sentence and call no "
-                "more tools.", summary="plan ready for review", data={"plan": plan, "end_turn": True})
+                "more tools.", summary="plan ready for review", data={"plan": plan}, end_turn=True)
         future: asyncio.Future[PlanDecision] = asyncio.get_running_loop().create_future()
         decision = await ctx.ask(PlanProposed(_call_id(ctx), plan, future))
         if not isinstance(decision, PlanDecision):

@@ -49,8 +49,7 @@ class TodoWrite(Tool):
         "apply instead of leaving them pending."
     )
     Args = TodoWriteArgs
-    # it changes only the plan, never the project, so plan mode and sub-agents may use it
-    read_only = True
+    kind = "think"  # it changes only the plan, never the project, so plan mode and sub-agents may use it
 
     def phase(self, args: Any) -> str:
         return "Planning"
@@ -79,6 +78,7 @@ class TodoWrite(Tool):
 
 class TodoRead(Tool):
     name = "todo_read"
+    kind = "think"
     description = "Show your current todo list with each item's status."
 
     def phase(self, args: Any) -> str:

@@ -71,7 +71,9 @@ class EditFileTool(Tool):
         "to create a file use write_file."
     )
     Args = EditFileArgs
-    read_only = False
+    kind = "edit"
+    mutates = True
+    approval = "edit"
 
     def phase(self, args: Any) -> str:
         return phase_label("Editing", args.path)
@@ -94,7 +96,9 @@ class MultiEditTool(Tool):
         "replace_all). Read the file first. Prefer it to several edit_file calls on the same file."
     )
     Args = MultiEditArgs
-    read_only = False
+    kind = "edit"
+    mutates = True
+    approval = "edit"
 
     def phase(self, args: Any) -> str:
         return phase_label("Editing", args.path)
@@ -186,9 +190,6 @@ def _failure_message(display: str, failed: MultiEditFailed, total: int, multi: b
     return text
 
 
-EDIT_TOOLS: list[type[Tool]] = [EditFileTool, MultiEditTool]
-
-
 def edit_tools() -> list[Tool]:
     """Fresh instances of edit_file and multi_edit, for the registry."""
-    return [tool() for tool in EDIT_TOOLS]
+    return [EditFileTool(), MultiEditTool()]

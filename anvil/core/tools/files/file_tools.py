@@ -176,6 +176,7 @@ class ReadFileTool(Tool):
         "Binary files are refused; for a directory use list_files; to find text across files use grep."
     )
     Args = ReadFileArgs
+    kind = "read"
 
     def phase(self, args: ReadFileArgs) -> str:
         return phase_label("Reading", args.path)
@@ -317,7 +318,9 @@ class WriteFileTool(Tool):
         "safer. An existing file keeps its encoding and line-ending style. Returns a diff."
     )
     Args = WriteFileArgs
-    read_only = False
+    kind = "edit"
+    mutates = True
+    approval = "edit"
 
     def phase(self, args: WriteFileArgs) -> str:
         return phase_label("Writing", args.path)
@@ -353,7 +356,7 @@ class WriteFileTool(Tool):
             original, document, before = None, incoming, ""
         if exists and new_text == before:
             return ToolResult(f"{display} already has exactly this content; nothing was written.",
-                              summary=f"{display} unchanged", data={"path": display, "changed": False})
+                              summary=f"{display} unchanged", data={"path": display}, changed=False)
         data = encode_for(document, new_text, display)
         save_change(ctx, path, display, original, data)
         diff = unified_diff(before, new_text, display, new_file=not exists)
@@ -366,13 +369,10 @@ class WriteFileTool(Tool):
             # The model wrote this content itself: echoing it back would only cost tokens.
             message = f"Created {display}: {lines} lines, {len(data):,} bytes."
             summary = f"Created {display} ({lines} lines)"
-        data_out = {"path": display, "changed": True, "created": not exists, "added": added, "removed": removed}
-        return ToolResult(message, summary=summary, diff=diff, data=data_out)
-
-
-FILE_TOOLS: list[type[Tool]] = [ReadFileTool, WriteFileTool]
+        data_out = {"path": display, "created": not exists, "added": added, "removed": removed}
+        return ToolResult(message, summary=summary, diff=diff, data=data_out, changed=True)
 
 
 def file_tools() -> list[Tool]:
     """Fresh instances of read_file and write_file, for the registry."""
-    return [tool() for tool in FILE_TOOLS]
+    return [ReadFileTool(), WriteFileTool()]

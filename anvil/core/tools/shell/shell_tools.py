@@ -60,10 +60,12 @@ class RunCommand(Tool):
         "edit_file for reading, searching and changing files. Use background=true for servers and watchers."
     )
     Args = RunCommandArgs
-    read_only = False
+    kind = "execute"
+    mutates = True
+    approval = "command"
 
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
+    def command(self, args: Any) -> str:
+        return str(args.command)
 
     def phase(self, args: Any) -> str:
         return f"Running {short_command(args.command)}"
@@ -141,6 +143,8 @@ class CommandOutput(Tool):
         "last check, whether it is still running, and its exit code once it has finished."
     )
     Args = JobIdArgs
+    kind = "execute"
+    polls = True
 
     def phase(self, args: Any) -> str:
         return f"Checking {args.id}"
@@ -169,10 +173,9 @@ class KillCommand(Tool):
         "and show the end of its output."
     )
     Args = JobIdArgs
-    read_only = False
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
+    kind = "execute"
+    mutates = True
+    approval = "rule"
 
     def phase(self, args: Any) -> str:
         return f"Stopping {args.id}"

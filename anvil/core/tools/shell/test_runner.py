@@ -261,10 +261,10 @@ class RunTests(Tool):
         "verbose=true returns the whole output. Narrow to a file or directory with path."
     )
     Args = RunTestsArgs
-    read_only = False  # tests run project code, which can change anything
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
+    kind = "execute"
+    mutates = True  # tests run project code, which can change anything
+    approval = "rule"
+    runs_tests = True
 
     def phase(self, args: Any) -> str:
         return f"Running tests in {args.path}" if args.path else "Running tests"

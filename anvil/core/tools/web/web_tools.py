@@ -98,16 +98,15 @@ class WebFetch(Tool):
         "domain needs the person's approval."
     )
     Args = WebFetchArgs
-    read_only = True  # it changes nothing on this machine
+    kind = "fetch"  # it changes nothing on this machine
+    approval = "rule"  # per domain: "always allow" saves web_fetch(domain:<host>)
 
     def __init__(self, config: WebConfig | None = None) -> None:
         self.config = config or WebConfig()
 
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
-
     def rule_subject(self, args: Any) -> str:
-        """What approval rules match against: ``domain:<host>``."""
+        """``domain:<host>``: a rule ``web_fetch(domain:docs.python.org)`` allows that host only, and
+        ``web_fetch(domain:*.python.org)`` its subdomains."""
         return f"domain:{fetch_host(args) or '?'}"
 
     def phase(self, args: Any) -> str:
@@ -228,14 +227,12 @@ class WebSearch(Tool):
         "short and may be out of date: fetch the page before relying on it."
     )
     Args = WebSearchArgs
-    read_only = True
+    kind = "fetch"
+    approval = "rule"  # the query leaves the machine; "always allow" (web_search(*)) makes it one question
 
     def __init__(self, provider: SearchProvider, config: WebConfig | None = None) -> None:
         self.provider = provider
         self.config = config or WebConfig()
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True  # the query leaves the machine; "always allow" (web_search(*)) makes it one question
 
     def phase(self, args: Any) -> str:
         return f"Searching the web for {args.query.strip()[:60]!r}"

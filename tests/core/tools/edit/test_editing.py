@@ -287,7 +287,7 @@ async def test_a_slow_linter_times_out_briefly(ctx, project, tmp_path):
 def test_edit_tools_describe_themselves_for_the_model():
     edit_tool, multi_tool = edit_tools()
     assert (edit_tool.name, multi_tool.name) == ("edit_file", "multi_edit")
-    assert not edit_tool.read_only and not multi_tool.read_only
+    assert edit_tool.mutates and multi_tool.mutates and edit_tool.approval == multi_tool.approval == "edit"
     assert edit_tool.phase(EditFileArgs(path="app.py", old_string="a", new_string="b")) == "Editing app.py"
     params = multi_tool.schema()["function"]["parameters"]
     assert params["required"] == ["path", "edits"]

@@ -54,8 +54,7 @@ async def run_tests(ctx: ToolContext, **kwargs: object) -> ToolResult:
 
 def test_flags() -> None:
     assert [t.name for t in TEST_TOOLS] == ["run_tests"]
-    assert tool.needs_approval(tool.Args(), None)  # type: ignore[arg-type]
-    assert not tool.read_only
+    assert tool.approval == "rule" and tool.mutates and tool.runs_tests
     assert tool.phase(tool.Args()) == "Running tests"
     assert tool.phase(tool.Args(path="tests/test_x.py")) == "Running tests in tests/test_x.py"
 
