@@ -28,8 +28,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 EDIT_BUDGET_MS = 300.0

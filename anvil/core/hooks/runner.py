@@ -57,7 +57,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from anvil.core.hooks.process import HookRun, run_hook_process
-from anvil.core.tools.shell.processes import NONINTERACTIVE_ENV, describe_exit
+from anvil.core.process_groups import NONINTERACTIVE_ENV, describe_exit
 
 HookEvent = Literal["session_start", "user_prompt_submit", "pre_tool_use", "post_tool_use", "pre_compact", "stop",
                     "session_end", "notification"]

@@ -30,15 +30,8 @@ from anvil.core.hooks.runner import HookRunner, append_context
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.policy.verdict import Verdict
-from anvil.core.tools.base import (
-    PreparedCall,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolRegistry,
-    ToolResult,
-    format_validation,
-)
+from anvil.core.tools.base import PreparedCall, Tool, ToolContext, ToolRegistry, ToolResult, format_validation
+from anvil.core.tools.errors import ToolError
 
 
 @dataclass

@@ -37,7 +37,8 @@ from typing import Any, Literal
 
 from anvil.core.mcp.config import McpServerConfig, ServerState, ServerStatus, expand_env
 from anvil.core.mcp.tools import McpTool, describe_resource
-from anvil.core.tools.base import Tool, ToolError, ToolRegistry
+from anvil.core.tools.base import Tool, ToolRegistry
+from anvil.core.tools.errors import ToolError
 
 #: ``@server:uri`` in a prompt attaches that resource (see :meth:`McpManager.attach_resources`).
 RESOURCE_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_-]+):(\S+)")

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from pydantic import ConfigDict
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 
 PREFIX = "mcp__"
 MAX_NAME = 64

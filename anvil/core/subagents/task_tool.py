@@ -58,7 +58,8 @@ from anvil.core.events import (
 from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, AgentType, select_tools
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
+from anvil.core.tools.errors import ToolError
 
 #: What a sub-agent is told on top of its type's prompt.
 PREAMBLE = """\

@@ -20,10 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
-
-
-class ToolError(Exception):
-    """A failure the model should read and can act on (bad path, no match, timeout...)."""
+from anvil.core.tools.paths import resolve_path
 
 
 @dataclass
@@ -92,8 +89,6 @@ class ToolContext:
 
     def resolve(self, path: str) -> Path:
         """A model-supplied path, made absolute and checked to be inside the project."""
-        from anvil.core.tools.files.paths import resolve_path
-
         return resolve_path(path, self.root, self.settings.allowed_dirs)
 
     def display(self, path: Path) -> str:

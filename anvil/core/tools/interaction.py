@@ -16,15 +16,26 @@ plan mode, and the current call id from ``ctx.state["call_id"]`` when the loop p
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import Field
 
 from anvil.core.events import Notice, PlanDecision, PlanProposed, QuestionAsked
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 
-if TYPE_CHECKING:
-    from anvil.core.policy.approval import ApprovalPolicy
+
+class PlanModeSwitch(Protocol):
+    """What exit_plan_mode needs of the approval policy: the mode, and leaving plan mode."""
+
+    mode: str
+    previous_mode: str
+
+    @property
+    def planning(self) -> bool: ...
+
+    def exit_plan(self) -> str: ...
+
 
 POLICY_KEY = "policy"
 CALL_ID_KEY = "call_id"
@@ -38,7 +49,7 @@ PLAN_MODE_REMINDER = (
 )
 
 
-def attach_policy(ctx: ToolContext, policy: ApprovalPolicy) -> None:
+def attach_policy(ctx: ToolContext, policy: PlanModeSwitch) -> None:
     """Give the interaction tools the policy whose mode they switch (the runtime calls this once)."""
     ctx.state[POLICY_KEY] = policy
 
@@ -59,7 +70,7 @@ def _call_id(ctx: ToolContext) -> str:
     return str(ctx.state.get(CALL_ID_KEY, ""))
 
 
-def _policy(ctx: ToolContext) -> ApprovalPolicy | None:
+def _policy(ctx: ToolContext) -> PlanModeSwitch | None:
     return ctx.state.get(POLICY_KEY)
 
 
@@ -153,7 +164,7 @@ class ExitPlanMode(Tool):
                           summary="plan rejected", data={"approved": False, "feedback": feedback})
 
     @staticmethod
-    def _approved(ctx: ToolContext, policy: ApprovalPolicy | None, proposed: str, final: str, by: str) -> ToolResult:
+    def _approved(ctx: ToolContext, policy: PlanModeSwitch | None, proposed: str, final: str, by: str) -> ToolResult:
         edited = final != proposed
         mode = policy.exit_plan() if policy is not None else None
         if mode is not None:

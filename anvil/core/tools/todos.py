@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from anvil.core.events import TodoItem, TodosChanged
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 
 _MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]", "cancelled": "[-]"}
 

@@ -10,7 +10,8 @@ from anvil.core.events import ToolCallStarted
 from anvil.core.loop.guard import LoopGuard, error_signature
 from anvil.core.loop.stages import StageTracker
 from anvil.core.tools import default_tools
-from anvil.core.tools.base import PreparedCall, Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import PreparedCall, Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from tests.support.agents import EchoTool, assert_history_valid, ended, make_agent, run
 from tests.support.openai_server import ScriptedOpenAIServer
 

@@ -22,7 +22,8 @@ from anvil.core.mcp.client import McpManager, McpServerConfig, expand_env
 from anvil.core.mcp.tools import McpTool, tool_name
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 
 SERVER = '''
 import sys

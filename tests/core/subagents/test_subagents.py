@@ -26,7 +26,8 @@ from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import load_agent_types, parse_agent_file, select_tools, split_front_matter
 from anvil.core.subagents.task_tool import HEADLESS_DENIAL, SubagentEvent, TaskArgs, TaskTool
 from anvil.core.tools import default_tools
-from anvil.core.tools.base import Tool, ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import Tool, ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from tests.support.agents import GuardedTool, SlowTool
 from tests.support.agents import run as run_turn
 

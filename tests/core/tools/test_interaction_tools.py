@@ -12,7 +12,8 @@ from anvil.core.events import Event, Notice, PlanDecision, PlanProposed, Questio
 from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import WriteFileTool
 from anvil.core.tools.interaction import (
     HEADLESS_QUESTION,

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from anvil.core.events import Event, TodoItem, TodosChanged
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.todos import TODO_TOOLS, TodoRead, TodoWrite, render_todos
 
 write_tool, read_tool = TodoWrite(), TodoRead()

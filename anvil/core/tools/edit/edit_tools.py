@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.edit.match import (
     STEP_DESCRIPTIONS,
     Edit,
@@ -23,6 +23,7 @@ from anvil.core.tools.edit.match import (
     MultiEditFailed,
     apply_edits,
 )
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import (
     change_lock,
     clip_diff,

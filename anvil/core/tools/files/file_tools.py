@@ -19,8 +19,9 @@ from pathlib import Path
 from pydantic import Field
 from rapidfuzz import fuzz, process
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from anvil.core.tools.edit.lint import run_linter
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
+from anvil.core.tools.files.lint import run_linter
 from anvil.core.tools.files.textfile import (
     BINARY_SNIFF_BYTES,
     BinaryFileError,

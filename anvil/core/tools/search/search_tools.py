@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.search import ignore
 from anvil.core.tools.search.engine import (
     SEARCH_TIMEOUT,

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.shell.processes import (
     DRAIN_GRACE,
     BackgroundJob,

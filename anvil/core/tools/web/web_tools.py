@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.web.html_text import body_to_text, fit_text
 from anvil.core.tools.web.http_client import download, http_client, network_error, normalize_url
 

@@ -15,9 +15,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from anvil.core.session.checkpoints import NullCheckpointStore
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
 from anvil.core.tools.edit.match import EditApplied, apply_edit
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 # A small alphabet makes repeated substrings (ambiguity), near misses (fallback steps) and exact hits all

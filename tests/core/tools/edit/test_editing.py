@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import ToolContext, ToolResult
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool, MultiEditArgs, MultiEditTool, edit_tools
-from anvil.core.tools.edit.lint import lint_command_for
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import DIFF_OUTPUT_CHARS, ReadFileArgs, ReadFileTool
+from anvil.core.tools.files.lint import lint_command_for
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import (
     MAX_LINE_CHARS,
     ReadFileArgs,

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from anvil.core.tools.base import Tool, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSettings
+from anvil.core.tools.base import Tool, ToolContext, ToolRegistry, ToolResult, ToolSettings
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.search import filetree
 from anvil.core.tools.search import search_tools as search
 from anvil.core.tools.search.engine import Search, in_thread, python_grep

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.shell.output_capture import HeadTail, clean_output
 from anvil.core.tools.shell.processes import shell_session
 from anvil.core.tools.shell.shell_tools import SHELL_TOOLS, CommandOutput, KillCommand, RunCommand

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.shell.test_runner import (
     TEST_TOOLS,
     RunTests,

@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.web.http_client import network_error
 from anvil.core.tools.web.web_tools import (
     WebConfig,

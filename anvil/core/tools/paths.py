@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from anvil.core.tools.base import ToolError
+from anvil.core.tools.errors import ToolError
 
 
 def resolve_path(path: str, root: Path, allowed_dirs: list[Path] | None = None) -> Path:
