@@ -52,6 +52,8 @@ class Verdict:
     message: str = ""
     #: for "ask": the rule "always allow" would save
     suggested_pattern: str | None = None
+    #: for a command: the directory it was evaluated in (the shell's current directory, else the project root)
+    cwd: Path | None = None
 
 
 def permission_files(root: Path, user_config_dir: Path) -> dict[Scope, Path]:
