@@ -27,7 +27,7 @@ from anvil.core.context.meter import REPLY_RESERVE_FRACTION
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanProposed, QuestionAsked
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from anvil.plain.commands import closest, command_list
+from anvil.frontend.commands import COMMANDS
 from anvil.plain.input import PlainCompleter
 from anvil.plain.render import diff_text, toolbar
 from anvil.plain.repl import PlainRepl
@@ -208,9 +208,9 @@ async def test_always_in_the_project_saves_the_rule_and_stops_asking(make_repl: 
     await repl.prompt("make the file")
     await repl.wait("Approve run_command?")
     await repl.send("a", then="Always allow")
-    await repl.send("p", then="always allowed in this project")
+    await repl.send("p", then="always allowed: `")
     await repl.wait("first")
-    shown = re.search(r"always allowed in this project \(\.anvil/permissions\.toml\): (.+)", repl.screen())
+    shown = re.search(r"always allowed: `(.+)` in this project \(saved in \.anvil/permissions\.toml\)", repl.screen())
     assert shown is not None
     rules = (project / ".anvil" / "permissions.toml").read_text()
     assert f'allow = ["{shown.group(1).strip()}"]' in rules  # exactly the pattern the person was shown
@@ -333,7 +333,9 @@ async def test_undo_restores_the_files_of_the_last_turn(make_repl: Any, project:
     await repl.prompt("/rewind")
     await repl.wait("turn 1: 'write a note'")
     await repl.prompt("/undo")
-    await repl.wait("removed notes/new.txt")
+    await repl.wait("Undo turn 1 ('write a note'), restoring notes/new.txt (created)? [y/N]")
+    assert (project / "notes" / "new.txt").exists()  # nothing before the answer
+    await repl.send("y\r", then="removed notes/new.txt")
     assert not (project / "notes" / "new.txt").exists()
     await repl.prompt("/undo")
     await repl.wait("Nothing to undo")
@@ -351,11 +353,14 @@ async def test_undo_asks_before_overwriting_outside_changes(make_repl: Any, proj
     repl.runtime.agent.ctx.checkpoints.finish_turn()
     (project / "new.txt").write_text("edited by hand\n")
     await repl.prompt("/undo")
-    await repl.wait("changed outside anvil")
+    await repl.wait("Undo turn 1 ('write a note')")
+    await repl.send("y\r", then="changed outside anvil")
+    await repl.wait("Overwrite those outside changes")
     await repl.send("n\r", then="Nothing was changed.")
     assert (project / "new.txt").read_text() == "edited by hand\n"
     await repl.prompt("/undo")
-    await repl.wait("Overwrite those outside changes")
+    await repl.wait("Undo turn 1")
+    await repl.send("y\r", then="Overwrite those outside changes")
     await repl.send("y\r", then="removed new.txt")
     assert not (project / "new.txt").exists()
     await repl.exit()
@@ -419,7 +424,7 @@ def repl_has(name: str) -> bool:
 def test_completion_of_commands_and_paths(project: Path) -> None:
     (project / "src").mkdir()
     (project / "src" / "parser.py").write_text("")
-    completer = PlainCompleter(project, command_list)
+    completer = PlainCompleter(project, COMMANDS.completions)
 
     def complete(text: str) -> list[str]:
         return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
@@ -429,7 +434,7 @@ def test_completion_of_commands_and_paths(project: Path) -> None:
     assert complete("explain @pars") == ["@src/parser.py"]
     assert complete("@READ") == ["@README.md"]
     assert complete("no trigger") == []
-    assert closest("hlep") == "help" and closest("quti") == "exit"
+    assert COMMANDS.closest("hlep") == "help" and COMMANDS.closest("quti") == "exit"
 
 
 def test_diff_and_toolbar_rendering() -> None:
@@ -489,7 +494,7 @@ async def test_compact_runs_the_engines_compaction(make_repl: Any) -> None:
     await repl.prompt("hi")
     await repl.wait("hello hello")
     await repl.prompt("/compact keep the greeting")
-    await repl.wait("⟳ Compacting the context")
+    await repl.wait("⟳ Compacting the conversation")
     await repl.wait("⟳ Compacted")
     await repl.exit()
 
