@@ -74,9 +74,13 @@ class SwitchModel:
     name: str
     session: SessionFacade
 
-    async def run(self) -> Reply:
+    async def run(self, warm: Callable[[SessionFacade], Awaitable[None]] | None = None) -> Reply:
+        """Switch, ``warm`` the new model up (the TUI loads what its first call needs), then count the
+        conversation against its window and tokenizer for the gauge."""
         try:
             problem = await self.session.switch_model(self.name)
+            if warm is not None:
+                await warm(self.session)
             usage = await self.session.measure()
         except Exception as exc:  # the old model stays in use
             return [Show(f"/model failed: {type(exc).__name__}: {exc}", "error")]
@@ -317,9 +321,9 @@ async def _undo_files(run: Callable[[bool], Awaitable[UndoReport]],
     async def report(force: bool) -> Reply:
         done = await run(force)
         if done.conflicts and not done.applied:
-            return [Show(done.summary(), "help"),
+            return [Show(done.summary()),
                     Confirm("Overwrite those outside changes with anvil's originals?", lambda: report(True))]
-        return [Show(done.summary(), "help"), *(await then() if then is not None else [])]
+        return [Show(done.summary()), *(await then() if then is not None else [])]
 
     return await report(False)
 
@@ -335,7 +339,7 @@ async def _rewind(ctx: CommandContext, arg: str) -> Reply:
     words = arg.split()
     if not words:
         listing = "\n".join(f"  {c.summary()}" for c in choices) or "  No turns to rewind yet."
-        return [Show(f"{listing}\n{REWIND_HINT}", "help")]
+        return [Show(f"{listing}\n{REWIND_HINT}")]
     what = words[1].lower() if len(words) > 1 else "both"
     choice = _choice(choices, words[0])
     if choice is None or what not in {"code", "chat", "conversation", "both"}:
