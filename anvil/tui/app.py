@@ -204,18 +204,21 @@ class AnvilApp(App[int]):
                                  threshold=threshold if isinstance(threshold, float) else None)
         if self._theme_flag is None and settings.theme != self.theme:
             self.set_theme(settings.theme)
-        if session.resumed_messages is not None:
+        resumed = resumed_text(session)
+        if resumed is not None and session.resumed_messages is not None:
             from anvil.tui.history import show_history
 
             show_history(self.transcript, session.resumed_messages)
-            self.add_line("notice", resumed_text(session) or "")
+            self.add_line("notice", resumed)
         for warning in session.warnings:
             self.add_line("notice", warning)
         self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
         if session.todos:
             self.show_todos(session.todos)
         if self.demo_prompt:
-            self.play_demo(self.demo_prompt)
+            from anvil.tui.demo import play
+
+            self.run_worker(play(self, self.demo_prompt), group="demo")
             self.demo_prompt = None  # once: /clear and /resume come back here
         self.send_waiting()
         self.started = True
@@ -242,11 +245,6 @@ class AnvilApp(App[int]):
             entry.remove()
         self._waiting_entries.clear()
         self.send("\n\n".join(waiting))
-
-    def play_demo(self, prompt: str) -> None:
-        from anvil.tui.demo import play
-
-        self.run_worker(play(self, prompt), group="demo")
 
     # -- sending --------------------------------------------------------------------------------------
 
@@ -380,13 +378,7 @@ class AnvilApp(App[int]):
     async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
         session.on_notice(lambda message: self.add_line("notice", message))
-        if session.mcp_configured:
-            from anvil.core.mcp.client import import_mcp
-
-            # About a second of imports that hold the GIL in stretches: in a pause of typing, like the warm-up.
-            with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
-                await self.warm_up.run("mcp", import_mcp)
-        for notice in await session.start():
+        for notice in await warmup.start_session(session, self.warm_up):
             self.add_line("notice", notice)
 
     async def _close_and_exit(self) -> None:

@@ -146,6 +146,17 @@ def model_steps(session: SessionFacade, *, preflight: bool) -> list[ModelStep]:
     return steps
 
 
+async def start_session(session: SessionFacade, warm_up: WarmUp) -> list[str]:
+    """Session hooks and MCP servers; returns the notices. The mcp package (about a second of imports that hold
+    the GIL in stretches) is loaded first, in a pause of typing like the other steps."""
+    if session.mcp_configured:
+        from anvil.core.mcp.client import import_mcp
+
+        with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
+            await warm_up.run("mcp", import_mcp)
+    return await session.start()
+
+
 async def warm_model(session: SessionFacade) -> None:
     """After /model: the steps the new model's first call needs, in threads, one after another. No waiting
     for pauses in typing: the person asked for the switch and waits for it."""

@@ -63,6 +63,7 @@ async def replay(pilot: Pilot[Any], events: list[ev.Event], prompt: str = "Fix t
     app = pilot.app
     assert isinstance(app, AnvilApp)
     await wait_for(pilot, lambda: app.started)
+    app.prompt.cursor_blink = False  # the cursor shown steadily: a blink must not decide the screenshot
     app.add_user(prompt)
     for event in events:
         await app.renderer.dispatch(event)
