@@ -31,6 +31,8 @@ NOT_STARTED = "anvil is still starting; try again in a moment."
 NOTHING_CHANGED = "Nothing was changed."
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
 ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "?": "help"}
+#: commands only one front end has, and what the others say about them
+ONLY_IN = {"theme": "/theme is only in the full-screen app (`anvil` without --plain): themes colour its widgets."}
 
 
 # -- effects: what a command asks its front end to show or do -------------------------------------------
@@ -178,6 +180,8 @@ async def run_command(line: str, *, session: SessionFacade | None, commands: Com
     """What the command ``line`` (``/name arg``) shows and does; a failing command reports, never raises."""
     name, _, arg = line.strip().removeprefix("/").partition(" ")
     command = commands.find(name)
+    if command is None and name.lower() in ONLY_IN:
+        return [Show(ONLY_IN[name.lower()])]
     if command is None:
         guess = commands.closest(name.lower())
         hint = f" Did you mean /{guess}?" if guess else ""

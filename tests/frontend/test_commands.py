@@ -39,6 +39,8 @@ async def test_unknown_commands_get_a_guess_and_aliases_work(make_session: MakeS
     assert await run("/comapct", session) == [Show("Unknown command /comapct. Did you mean /compact? /help lists "
                                                    "them; start with // to send a message that begins with a slash.")]
     assert await run("/q", session) == [Exit()]
+    assert await run("/theme", session) == [Show("/theme is only in the full-screen app (`anvil` without --plain): "
+                                                 "themes colour its widgets.")]
     help_ = await run("/help", None)  # help works before the session is ready
     assert help_[0].kind == "help" and "/rewind [turn] [code|chat|both]" in help_[0].text
     assert help_[0].text.endswith("KEYS")
