@@ -1,10 +1,9 @@
 """The slash commands, defined once for the TUI and the plain REPL.
 
 A command is a name, its usage, a line of help and a handler. A handler gets the session facade and its
-argument and returns a :data:`Reply`: a list of effects, each something to show (:class:`Show`), something
-to ask (:class:`Confirm`), or something for the front end to do (run a compaction's events, switch the model,
-go on with another session, quit). Front ends carry the effects out in their own way, an entry in the
-transcript or a printed line, a modal or a typed answer, and decide nothing themselves.
+argument and returns a :data:`~anvil.frontend.effects.Reply`: a list of effects, each something to show, to ask,
+or for the front end to do (run a compaction's events, switch the model, go on with another session, quit).
+Front ends carry the effects out in their own way and decide nothing themselves.
 
 This module is imported before the TUI's first paint (the completion menu lists the commands), so it loads
 nothing of the engine at import time: the handlers only talk to the facade they are given.
@@ -15,109 +14,23 @@ from __future__ import annotations
 import asyncio
 import difflib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from anvil.frontend.effects import Confirm, Exit, Render, Replace, Reply, RunEvents, Show, ShowTodos, SwitchModel
 from anvil.frontend.export import export_markdown
 
 if TYPE_CHECKING:
-    from anvil.core.events import Event, TodoItem
+    from anvil.core.events import TodoItem
     from anvil.core.session.undo import RewindChoice, UndoReport
     from anvil.facade import SessionFacade
 
-ShowKind = Literal["notice", "error", "help"]
 NOT_STARTED = "anvil is still starting; try again in a moment."
-NOTHING_CHANGED = "Nothing was changed."
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
 ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "?": "help"}
 #: commands only one front end has, and what the others say about them
 ONLY_IN = {"theme": "/theme is only in the full-screen app (`anvil` without --plain): themes colour its widgets."}
-
-
-# -- effects: what a command asks its front end to show or do -------------------------------------------
-
-@dataclass(frozen=True)
-class Show:
-    """Text to show: ``notice`` a line, ``error`` a line marked as a failure, ``help`` a block (lists, help)."""
-
-    text: str
-    kind: ShowKind = "notice"
-
-
-@dataclass(frozen=True)
-class Confirm:
-    """A yes/no question; ``then`` runs on yes, ``otherwise`` is shown on no."""
-
-    question: str
-    then: Callable[[], Awaitable[Reply]]
-    otherwise: str = NOTHING_CHANGED
-
-
-@dataclass(frozen=True)
-class RunEvents:
-    """Events to render the way a turn's are, busy until they end (a compaction)."""
-
-    events: AsyncIterator[Event]
-
-
-@dataclass(frozen=True)
-class Render:
-    """Events to render at once (the context gauge after a rewind or a model switch)."""
-
-    events: tuple[Event, ...]
-
-
-@dataclass(frozen=True)
-class SwitchModel:
-    """Switch to model ``name``. Slow (building a litellm model may import it), so the front end runs
-    :meth:`run` where keys keep coming, and holds prompts meanwhile."""
-
-    name: str
-    session: SessionFacade
-
-    async def run(self, warm: Callable[[SessionFacade], Awaitable[None]] | None = None) -> Reply:
-        """Switch, ``warm`` the new model up (the TUI loads what its first call needs), then count the
-        conversation against its window and tokenizer for the gauge."""
-        try:
-            problem = await self.session.switch_model(self.name)
-            if warm is not None:
-                await warm(self.session)
-            usage = await self.session.measure()
-        except Exception as exc:  # the old model stays in use
-            return [Show(f"/model failed: {type(exc).__name__}: {exc}", "error")]
-        return [Render((usage,)), Show(f"Model switched to {self.name}." + (f" {problem}" if problem else ""))]
-
-
-@dataclass(frozen=True)
-class Replace:
-    """Go on with ``session`` (a new or resumed one; the old one is closed): show it as at start-up."""
-
-    session: SessionFacade
-
-
-@dataclass(frozen=True)
-class ShowTodos:
-    todos: tuple[TodoItem, ...]
-
-
-@dataclass(frozen=True)
-class Exit:
-    pass
-
-
-Effect = Show | Confirm | RunEvents | Render | SwitchModel | Replace | ShowTodos | Exit
-Reply = list[Effect]
-
-
-async def follow(confirm: Confirm, yes: bool) -> Reply:
-    """What comes after the person's answer to ``confirm``; a failure is shown, never raised."""
-    if not yes:
-        return [Show(confirm.otherwise)]
-    try:
-        return await confirm.then()
-    except Exception as exc:
-        return [Show(f"That failed: {type(exc).__name__}: {exc}", "error")]
 
 
 # -- the command set ------------------------------------------------------------------------------------

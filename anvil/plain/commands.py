@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from anvil.frontend.commands import (
-    COMMANDS,
+from anvil.frontend.commands import COMMANDS, resumed_text, run_command
+from anvil.frontend.effects import (
     Confirm,
     Exit,
     Render,
@@ -22,8 +22,6 @@ from anvil.frontend.commands import (
     ShowTodos,
     SwitchModel,
     follow,
-    resumed_text,
-    run_command,
 )
 from anvil.plain.render import todos_text
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from anvil.frontend.commands import (
-    COMMANDS,
-    Command,
-    CommandContext,
-    CommandSet,
+from anvil.frontend.commands import COMMANDS, Command, CommandContext, CommandSet, run_command
+from anvil.frontend.effects import (
     Confirm,
     Exit,
     Render,
@@ -26,7 +23,6 @@ from anvil.frontend.commands import (
     ShowTodos,
     SwitchModel,
     follow,
-    run_command,
 )
 
 if TYPE_CHECKING:

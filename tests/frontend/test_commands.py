@@ -10,20 +10,8 @@ import pytest
 from anvil.core.events import ContextUsage
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.session.store import SessionError
-from anvil.frontend.commands import (
-    COMMANDS,
-    Command,
-    Confirm,
-    Exit,
-    Render,
-    Replace,
-    RunEvents,
-    Show,
-    ShowTodos,
-    SwitchModel,
-    follow,
-    run_command,
-)
+from anvil.frontend.commands import COMMANDS, Command, run_command
+from anvil.frontend.effects import Confirm, Exit, Render, Replace, RunEvents, Show, ShowTodos, SwitchModel, follow
 from tests.frontend.conftest import MakeSession, events_of
 
 WRITE = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}
