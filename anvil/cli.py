@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _plain(args: Any) -> int:
-    """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain.py)."""
+    """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.repl import launch
 
     return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest)

@@ -108,6 +108,13 @@ class ApprovalDecision:
     by: str = "user"
 
 
+#: The answer to an approval request nobody can give: ``anvil -p``, and a sub-agent's request in such a run.
+HEADLESS_DENIAL = ApprovalDecision(False, (
+    "Not run: this needs the person's approval, and nobody can answer here (a headless, non-interactive run). "
+    "Do without it, or say what you would have run and why; the person can allow it by rerunning with "
+    "--auto-approve or with an allow rule ([permissions] allow = [...] in .anvil/config.toml)."), by="headless")
+
+
 @dataclass(frozen=True)
 class ApprovalRequested(Event):
     type: ClassVar[str] = "approval_requested"
@@ -119,6 +126,10 @@ class ApprovalRequested(Event):
     reasons: tuple[str, ...] = ()
     suggested_pattern: str | None = None
     diff: str | None = None
+    #: for a command: the directory the policy evaluated it in, where it would run (the shell's, after a cd)
+    cwd: str | None = None
+    #: where "always allow" saves the rule, by scope ("project", "user"); session rules stay in memory
+    rule_files: dict[str, str] = field(default_factory=dict)
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from anvil.config import Settings
     from anvil.core.context.meter import TokenCounter
     from anvil.core.model.protocol import Model
+    from anvil.facade import SessionFacade
     from anvil.runtime import Runtime
 
 T = TypeVar("T")
@@ -115,6 +116,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue
     # What the first turn would otherwise import on the event loop: the event renderer, the Markdown widget.
     from textual.widgets import Markdown  # noqa: F401
 
+    import anvil.facade
     import anvil.tui.render  # noqa: F401
 
     return runtime
@@ -125,12 +127,12 @@ def uses_litellm(model: object) -> bool:
     return type(model).__name__ == "LiteLLMModel"
 
 
-def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
+def model_steps(session: SessionFacade, *, preflight: bool) -> list[ModelStep]:
     """The warm-up a model served by litellm needs before its first call; none for the scripted model.
 
     ``preflight``: also check the model's name and key (done for a runtime the app built from settings).
     """
-    model = runtime.agent.model
+    model = session.model
     if not uses_litellm(model):
         return []
     from anvil.core.model.litellm_model import LITELLM_DEPENDENCIES, load_litellm, preload, warm_client, warm_tool_calls
@@ -139,14 +141,25 @@ def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
     steps.append(("litellm", model.preflight if preflight else load_litellm))
     steps.append(("client", partial(warm_client, model.name)))
     steps.append(("tool-calls", warm_tool_calls))
-    steps.append(("tokenizer", partial(warm_tokenizer, runtime.agent.context.counter)))
+    steps.append(("tokenizer", partial(warm_tokenizer, session.token_counter)))
     return steps
 
 
-async def warm_model(runtime: Runtime) -> None:
+async def start_session(session: SessionFacade, warm_up: WarmUp) -> list[str]:
+    """Session hooks and MCP servers; returns the notices. The mcp package (about a second of imports that hold
+    the GIL in stretches) is loaded first, in a pause of typing like the other steps."""
+    if session.mcp_configured:
+        from anvil.core.mcp.client import import_mcp
+
+        with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
+            await warm_up.run("mcp", import_mcp)
+    return await session.start()
+
+
+async def warm_model(session: SessionFacade) -> None:
     """After /model: the steps the new model's first call needs, in threads, one after another. No waiting
     for pauses in typing: the person asked for the switch and waits for it."""
-    for _name, step in model_steps(runtime, preflight=False):
+    for _name, step in model_steps(session, preflight=False):
         try:
             await asyncio.to_thread(step)
         except Exception:  # the first call meets the problem again and says so in its turn

@@ -12,6 +12,7 @@ from anvil.core.policy.verdict import Verdict
 from anvil.core.tools.base import Tool, ToolContext
 from anvil.tui.app import AnvilApp
 from anvil.tui.approval import ApprovalScreen
+from anvil.tui.confirm import ConfirmScreen
 from anvil.tui.diff_view import DiffView
 from anvil.tui.todos import TodoSidebar
 from anvil.tui.transcript import AssistantEntry, LineEntry, ToolEntry, UserEntry
@@ -522,9 +523,18 @@ async def test_undo_and_rewind_in_the_app(project: Path) -> None:
         await wait_for(pilot, lambda: not app.busy and (project / "app.py").read_text() == "x = 2\n")
         (project / "app.py").write_text("x = 3\n")  # the person edits the file outside anvil
         await submit(pilot, "/undo")
-        await wait_for(pilot, lambda: any("/undo !" in text for text in lines(app, "notice")))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Overwrite" in app.screen.question)
         assert (project / "app.py").read_text() == "x = 3\n"  # nothing overwritten without asking
-        await submit(pilot, "/undo !")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: lines(app, "notice")[-1] == "Nothing was changed.")
+        assert (project / "app.py").read_text() == "x = 3\n"
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Overwrite" in app.screen.question)
+        await pilot.press("y")
         await wait_for(pilot, lambda: (project / "app.py").read_text() == "x = 1\n")
         await submit(pilot, "/rewind")
         await wait_for(pilot, lambda: any("/rewind N goes back" in text for text in lines(app, "notice")))

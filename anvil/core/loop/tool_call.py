@@ -159,7 +159,10 @@ class ToolCaller:
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         diff = tool.preview(outcome.prepared.args, self.ctx)
         yield ApprovalRequested(call.id, call.name, outcome.prepared.raw_args, outcome.phase, reasons=verdict.reasons,
-                                suggested_pattern=verdict.suggested_pattern, diff=diff, future=future)
+                                suggested_pattern=verdict.suggested_pattern, diff=diff,
+                                cwd=str(verdict.cwd) if verdict.cwd else None,
+                                rule_files={scope: str(path) for scope, path in self.policy.files.items()},
+                                future=future)
         self._notify(f"anvil needs your approval: {outcome.phase}")
         try:
             answer = await self.interrupt.until(future)

@@ -23,6 +23,7 @@ Order, first match wins:
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
@@ -34,6 +35,13 @@ from anvil.core.policy.verdict import Verdict
 
 def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,
                      auto_approve: bool = False, cwd: Path | None = None) -> Verdict:
+    """The verdict, naming the directory it was evaluated in, so an approval shows where the command runs."""
+    verdict = _verdict(command, rules, root, home, auto_approve, cwd)
+    return dataclasses.replace(verdict, cwd=cwd or root)
+
+
+def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_approve: bool,
+             cwd: Path | None) -> Verdict:
     parsed = parse_command(command)
     if not parsed.ok:
         reason = f"the command could not be checked: {parsed.error}"

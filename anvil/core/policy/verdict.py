@@ -7,6 +7,7 @@ policy calls the command policy: the shared record sits below both.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 Action = Literal["allow", "ask", "deny"]
@@ -22,3 +23,5 @@ class Verdict:
     message: str = ""
     #: for "ask": the rule "always allow" would save
     suggested_pattern: str | None = None
+    #: for a command: the directory it was evaluated in (the shell's current directory, else the project root)
+    cwd: Path | None = None

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from anvil.core.events import (
+    HEADLESS_DENIAL,
     ApprovalDecision,
     ApprovalRequested,
     AssistantMessage,
@@ -68,8 +69,6 @@ you the task below and sees only your final message, not your tool calls: make t
 self-contained report. Paths are relative to the project root.
 
 """
-HEADLESS_DENIAL = ("Not run: this call needs the user's approval and nobody can answer here (non-interactive "
-                   "run). Do without it, or say in your report what you would have run and why.")
 
 
 @dataclass(frozen=True)
@@ -230,7 +229,7 @@ class TaskTool(Tool):
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
         """Put a child's approval request before the person, or deny it when nobody can answer."""
         if ctx.ask is None:
-            event.answer(ApprovalDecision(False, HEADLESS_DENIAL, by="headless"))
+            event.answer(HEADLESS_DENIAL)
             return
         shown = dataclasses.replace(event, title=f"Sub-agent ({description}): {event.title}")
         try:

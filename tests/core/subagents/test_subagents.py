@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from anvil.core.events import (
+    HEADLESS_DENIAL,
     ApprovalAnswered,
     ApprovalDecision,
     ApprovalRequested,
@@ -24,7 +25,7 @@ from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import load_agent_types, parse_agent_file, select_tools, split_front_matter
-from anvil.core.subagents.task_tool import HEADLESS_DENIAL, SubagentEvent, TaskArgs, TaskTool
+from anvil.core.subagents.task_tool import SubagentEvent, TaskArgs, TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import Tool, ToolContext, ToolRegistry
 from anvil.core.tools.errors import ToolError
@@ -159,7 +160,7 @@ async def test_headless_subagent_approval_is_denied_with_a_message(project: Path
 
     assert guarded.runs == 0 and result.output == "Could not run guarded."
     denied = [e.inner for e in emitted if isinstance(e.inner, ToolResultEvent)]  # type: ignore[attr-defined]
-    assert not denied[0].ok and HEADLESS_DENIAL in denied[0].output
+    assert not denied[0].ok and HEADLESS_DENIAL.message in denied[0].output
 
 
 async def test_custom_agent_from_markdown_file(project: Path, tmp_path: Path) -> None:

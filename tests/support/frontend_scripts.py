@@ -1,0 +1,22 @@
+"""Scripted turns and setups the TUI and plain REPL tests share, so both front ends are tried on the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from anvil.config import user_config_dir
+
+TOUCH = [{"tool_calls": [{"name": "run_command", "arguments": {"command": "touch made.txt"}}]}, {"text": "ok"}]
+CD_THEN_TOUCH = [{"tool_calls": [{"name": "run_command", "arguments": {"command": "cd sub"}}]},
+                 {"tool_calls": [{"name": "run_command", "arguments": {"command": "touch here.txt"}}]},
+                 {"text": "done"}]
+WRITE = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}]},
+         {"text": "written"}]
+
+
+def allow_cd(project: Path) -> None:
+    """A user rule lets `cd` run without asking, so the next command is asked about from the subdirectory."""
+    (project / "sub").mkdir()
+    rules = user_config_dir() / "permissions.toml"
+    rules.parent.mkdir(parents=True, exist_ok=True)
+    rules.write_text('allow = ["cd *"]\n')
