@@ -126,6 +126,8 @@ class ApprovalRequested(Event):
     reasons: tuple[str, ...] = ()
     suggested_pattern: str | None = None
     diff: str | None = None
+    #: for a command-running tool: the shell command it would run, as the policy evaluated it
+    command: str | None = None
     #: for a command: the directory the policy evaluated it in, where it would run (the shell's, after a cd)
     cwd: str | None = None
     #: where "always allow" saves the rule, by scope ("project", "user"); session rules stay in memory
@@ -166,6 +168,8 @@ class ToolResultEvent(Event):
     output: str
     diff: str | None = None
     duration: float = 0.0
+    #: what the tool does (its declared kind: read, edit, execute, search, fetch, think, …)
+    kind: str = "other"
 
 
 @dataclass(frozen=True)

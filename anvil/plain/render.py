@@ -33,7 +33,7 @@ LINE_STYLES = {"error": ("class:error", "✗"), "retry": ("class:notice", "↻")
 
 
 def args_summary(name: str, args: dict[str, Any], width: int = 90) -> str:
-    if name == "todo_write" and isinstance(args.get("todos"), list):
+    if isinstance(args.get("todos"), list):  # a todo list: its size; /todos shows the items
         return f"{len(args['todos'])} items"
     for key in MAIN_ARGS:
         if isinstance(args.get(key), (str, int)):
@@ -65,7 +65,7 @@ def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = Tr
     first = [line for line in event.output.strip().splitlines()
              if line.strip() and line.strip() != "(no output)" and not line.startswith("[exit ")]
     # The output is for the model; the person gets a glimpse only when it says something the summary does not.
-    worth = not event.ok or event.name in {"run_command", "run_tests"}
+    worth = not event.ok or event.kind == "execute"
     if preview and worth and first and first[0].strip() != summary:
         for line in first[:PREVIEW_LINES]:
             out.append(("class:dim", f"    {short(line, 110)}\n"))
@@ -93,7 +93,7 @@ def bash_text(command: str) -> StyleAndTextTuples:
 
 def approval_text(event: ApprovalRequested) -> StyleAndTextTuples:
     """The request in full: what would run, where, why anvil asks, and the keys that answer it."""
-    command = event.args.get("command")
+    command = event.command
     # The title of a command call repeats the command; a sub-agent's title says whose call it is, so it stays.
     title = "" if isinstance(command, str) and command.strip() in event.title else event.title
     out: StyleAndTextTuples = [("class:title", f"\n⚠ Approve {event.tool}? "), ("class:dim", title + "\n")]

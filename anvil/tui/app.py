@@ -246,33 +246,6 @@ class AnvilApp(App[int]):
         self._waiting_entries.clear()
         self.send("\n\n".join(waiting))
 
-    @work(group="demo")
-    async def play_demo(self, prompt: str) -> None:
-        """Type the demo's prompt where the person can see it, then send it."""
-        await asyncio.sleep(0.6)
-        for char in prompt:
-            self.prompt.insert(char)
-            await asyncio.sleep(0.015)
-        await asyncio.sleep(0.4)
-        self.prompt.load_text("")
-        self.send(prompt)
-        await self._until_idle()
-        if self.runtime is not None:
-            await asyncio.sleep(1.0)
-            self._add_user("/compact")
-            from anvil.tui.commands import run_slash
-
-            await run_slash(self, "/compact")
-            await self._until_idle()
-        self.add_line("notice", "That was the demo: the files are in a temporary copy, "
-                                f"{self.root}. Keep typing to explore the app; /exit or Ctrl+C twice quits.")
-
-    async def _until_idle(self) -> None:
-        await asyncio.sleep(0.2)
-        while self.busy:
-            await asyncio.sleep(0.1)
-
-    from anvil.facade import SessionFacade
     # -- sending --------------------------------------------------------------------------------------
 
     @on(PromptInput.Submitted)

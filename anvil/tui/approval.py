@@ -36,7 +36,6 @@ Step = Literal["choose", "scope", "message"]
 Scope = Literal["session", "project", "user"]
 
 #: The tool whose rules are command patterns; for every other tool a rule is the tool's name.
-COMMAND_TOOL = "run_command"
 _ARG_VALUE_CHARS = 160
 
 
@@ -139,7 +138,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         """The rule "always allow" saves, or None when none can be offered (a command that did not parse)."""
         if self.request.suggested_pattern:
             return self.request.suggested_pattern
-        return None if self.request.tool == COMMAND_TOOL else self.request.tool
+        return None if self.request.command is not None else self.request.tool
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -186,8 +185,8 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     def _compose_body(self) -> ComposeResult:
         request = self.request
         style = pygments_style_for(self.app.theme)
-        if request.tool == COMMAND_TOOL and isinstance(request.args.get("command"), str):
-            yield Static(highlight_code(request.args["command"], "bash", style), classes="approval-command",
+        if request.command is not None:
+            yield Static(highlight_code(request.command, "bash", style), classes="approval-command",
                          id="approval-command")
             where = cwd_text(request)
             if where:
@@ -201,7 +200,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         if request.diff:
             path = request.args.get("path")
             yield DiffView(request.diff, path=path if isinstance(path, str) else None, id="approval-diff")
-        elif request.tool != COMMAND_TOOL and request.args:
+        elif request.command is None and request.args:
             yield Static(compact_args(request.args), classes="approval-args", id="approval-args")
         if request.detail:
             yield Static(request.detail, classes="approval-detail", markup=False)

@@ -50,7 +50,6 @@ class TurnRenderer:
         self.queued: list[UserEntry] = []
         # One modal at a time: a second request waits here until the first is answered.
         self.approval_lock = asyncio.Lock()
-        self.task_call: str | None = None  # the running sub-agent's task call: its steps nest under it
 
     async def end_assistant(self, text: str | None = None) -> None:
         if self.assistant is not None:
@@ -109,8 +108,6 @@ class TurnRenderer:
         self._steering_seen()
         self.host.transcript.add(ToolEntry(event))
         self.host.status.update_state(phase=event.phase)
-        if event.name == "task":
-            self.task_call = event.call_id
 
     def _tool_finished(self, event: ev.ToolResultEvent) -> None:
         tool = self.host.transcript.tools.get(event.call_id)
@@ -137,7 +134,7 @@ class TurnRenderer:
 
     def subagent(self, event: SubagentEvent) -> None:
         """A sub-agent's step, as a nested line under its task block (its usage is not the parent's)."""
-        tool = self.host.transcript.tools.get(self.task_call or "")
+        tool = self.host.transcript.tools.get(event.call_id)
         if tool is None:
             return
         match event.inner:

@@ -34,7 +34,7 @@ DIFF = """\
 
 def command(cmd: str = "git commit -m 'wip' && git push --force", *, pattern: str | None = "git commit *",
             reasons: tuple[str, ...] = ("git push --force rewrites the remote history",)) -> ApprovalRequested:
-    return ApprovalRequested("call-1", "run_command", {"command": cmd}, "Running git…",
+    return ApprovalRequested("call-1", "run_command", {"command": cmd}, "Running git…", command=cmd,
                              reasons=reasons, suggested_pattern=pattern, cwd=str(CWD), rule_files=RULE_FILES)
 
 

@@ -87,7 +87,8 @@ def test_a_conversation(snap_compare: Any, project: Path, theme: str) -> None:
 def test_the_approval_modal(snap_compare: Any, project: Path) -> None:
     app = scripted_app(project)
     request = ev.ApprovalRequested("c9", "run_command", {"command": "rm -rf build && python -m pytest -q"},
-                                   "Running rm -rf build", reasons=("deletes files recursively",),
+                                   "Running rm -rf build", command="rm -rf build && python -m pytest -q",
+                                   reasons=("deletes files recursively",),
                                    suggested_pattern="rm -rf build", cwd="/home/me/project")
 
     async def run_before(pilot: Pilot[Any]) -> None:

@@ -290,7 +290,8 @@ class Agent:
         self.history.add_tool_result(call, result.output)
         yield self.history.record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
                                            ("ok" if result.ok else "error"), result.output, result.diff,
-                                           round(time.monotonic() - outcome.started, 3)))
+                                           round(time.monotonic() - outcome.started, 3),
+                                           outcome.tool.kind if outcome.tool else "other"))
         yield self.history.record(self.context.after_message(self.messages))
         turn.end_requested = turn.end_requested or result.end_turn
         changed = changed_files(outcome.tool, result)

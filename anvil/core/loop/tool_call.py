@@ -160,6 +160,7 @@ class ToolCaller:
         diff = tool.preview(outcome.prepared.args, self.ctx)
         yield ApprovalRequested(call.id, call.name, outcome.prepared.raw_args, outcome.phase, reasons=verdict.reasons,
                                 suggested_pattern=verdict.suggested_pattern, diff=diff,
+                                command=tool.command(outcome.prepared.args),
                                 cwd=str(verdict.cwd) if verdict.cwd else None,
                                 rule_files={scope: str(path) for scope, path in self.policy.files.items()},
                                 future=future)

@@ -79,10 +79,12 @@ class SubagentEvent(Event):
     agent_type: str
     description: str
     inner: Event
+    #: the parent's ``task`` call this sub-agent runs for, so front ends nest its steps under that call
+    call_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "agent_type": self.agent_type, "description": self.description,
-                "inner": self.inner.to_dict()}
+                "call_id": self.call_id, "inner": self.inner.to_dict()}
 
 
 class TaskArgs(ToolArgs):
@@ -204,6 +206,7 @@ class TaskTool(Tool):
     async def _drive(self, child: Any, args: TaskArgs, agent_type: AgentType, ctx: ToolContext,
                      outcome: _Outcome) -> None:
         """Run the child's turn, forwarding its events and relaying its approval requests."""
+        parent_call = str(ctx.state.get("call_id", ""))  # the task call running now; its id is set before run
         async for event in child.run_turn(args.prompt):
             match event:
                 case ApprovalRequested():
@@ -224,7 +227,7 @@ class TaskTool(Tool):
                     outcome.tool_calls += 1
                 case TurnEnded():
                     outcome.reason, outcome.message, outcome.iterations = event.reason, event.message, event.iterations
-            ctx.emit(SubagentEvent(agent_type.name, args.description, event))
+            ctx.emit(SubagentEvent(agent_type.name, args.description, event, parent_call))
 
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
         """Put a child's approval request before the person, or deny it when nobody can answer."""
