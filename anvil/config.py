@@ -19,6 +19,7 @@ in :mod:`anvil.trust`) apply only when the person trusts the folder with exactly
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from pathlib import Path
@@ -330,8 +331,9 @@ def keep_trusted_after_saving(settings: Settings, root: Path) -> None:
     if decision.digest is None:  # --trust: whatever is there applies already
         return
     check = project_trust(root)
-    trust_store().remember(root, check.digest)
     decision.digest = check.digest
+    with contextlib.suppress(OSError):  # not remembered: the next start asks again, which is safe
+        trust_store().remember(root, check.digest)
 
 
 def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[str], list[str]]]:

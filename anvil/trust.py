@@ -270,7 +270,7 @@ def ignored_notice(check: ProjectTrust, trusted_at_start: bool) -> str:
     """The one line every front end shows when the project's risky settings did not apply."""
     names = ", ".join(check.sources)
     if trusted_at_start:
-        return (f"This folder's configuration changed after you trusted it ({names}): the rules in "
+        return (f"This folder's configuration changed since anvil started ({names}): the rules in "
                 ".anvil/permissions.toml and the agents in .anvil/agents/ are ignored until you start anvil "
                 "again and trust it.")
     return (f"This folder is not trusted, so its settings that run commands or send data were ignored: {names}. "

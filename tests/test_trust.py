@@ -210,7 +210,7 @@ async def test_config_the_model_writes_does_not_take_effect_without_the_person(p
     # A new session in the same process (/clear): the rules file the model wrote does not apply.
     again = open_runtime(settings, project, model=ScriptedModel([]))
     assert permission_rules(settings, project)["project"][0] == []
-    assert any("changed after you trusted it" in w for w in again.warnings)
+    assert any("changed since anvil started" in w for w in again.warnings)
     again.session.close()
     # The next start: none of the new settings, and the person is asked again.
     reloaded = load_settings(project, environ={})

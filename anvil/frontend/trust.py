@@ -50,10 +50,15 @@ def trust_question(check: ProjectTrust) -> TrustQuestion:
 def decide(check: ProjectTrust, trusted: bool) -> bool | None:
     """Remember a yes for this folder and exactly this content. Returns what ``load_settings(trust=...)``
     takes: None (the remembered content decides, so a change since the question is not trusted) or False."""
-    if trusted:
-        trust_store().remember(check.root, check.digest)
-        return None
-    return False
+    if not trusted:
+        return False
+    store = trust_store()
+    try:
+        store.remember(check.root, check.digest)
+    except OSError as exc:
+        raise ConfigError(f"Cannot remember that you trust {check.root}: {exc}. Check that {store.path.parent} is "
+                          "writable, or pass --trust to apply its settings for one run.") from exc
+    return None
 
 
 # -- `anvil trust` -------------------------------------------------------------------------------------
@@ -73,7 +78,11 @@ def trust_command(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.s
         return _list(out)
     root = Path(args.path).expanduser().resolve()
     if args.forget:
-        forgotten = trust_store().forget(root)
+        try:
+            forgotten = trust_store().forget(root)
+        except OSError as exc:
+            print(f"anvil trust: cannot update {trust_store().path}: {exc}. Check that it is writable.", file=err)
+            return 1
         print(f"Forgot {home_relative(root)}: anvil asks before using its settings again." if forgotten
               else f"{home_relative(root)} was not trusted.", file=out)
         return 0
@@ -82,13 +91,13 @@ def trust_command(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.s
         return 2
     try:
         check = project_trust(root)
+        if not check.items:
+            print(f"Nothing in {home_relative(root)}'s configuration needs trust.", file=out)
+            return 0
+        decide(check, True)
     except ConfigError as exc:
         print(f"anvil trust: {exc}", file=err)
         return 1
-    if not check.items:
-        print(f"Nothing in {home_relative(root)}'s configuration needs trust.", file=out)
-        return 0
-    decide(check, True)
     print(f"Trusted {home_relative(root)}. From now on its settings in .anvil/ apply:", file=out)
     for item in check.items:
         print(f"  {item}", file=out)
