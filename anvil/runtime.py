@@ -158,9 +158,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     trusted = project_files_trusted(settings, root, check)
     if check.items and not trusted:
         warnings.append(ignored_notice(check, trusted_at_start=settings.project_trust.trusted))
-    policy = _TrustKeepingPolicy(settings.auto_approve, rule_lists=permission_rules(settings, root),
+    policy = _TrustKeepingPolicy(settings, root, rule_lists=permission_rules(settings, root),
                                  files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
-    policy.settings, policy.root = settings, root
     attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
     hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
     agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,
@@ -190,8 +189,9 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
 class _TrustKeepingPolicy(ApprovalPolicy):
     """A rule the person saves to a trusted project keeps the folder trusted: anvil wrote it at their word."""
 
-    settings: Settings
-    root: Path
+    def __init__(self, settings: Settings, root: Path, **options: Any) -> None:
+        super().__init__(settings.auto_approve, **options)
+        self.settings, self.root = settings, root
 
     def remember(self, tool: str, pattern: str, scope: str) -> None:
         keep = scope == "project" and project_files_trusted(self.settings, self.root)
