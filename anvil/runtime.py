@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from anvil import __version__
-from anvil.config import Settings, data_dir, permission_files, permission_rules, user_config_dir
+from anvil.config import (
+    Settings,
+    data_dir,
+    keep_trusted_after_saving,
+    permission_files,
+    permission_rules,
+    project_files_trusted,
+    project_trust,
+    user_config_dir,
+)
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
 from anvil.core.loop.agent import Agent
@@ -27,12 +36,13 @@ from anvil.core.prompts import build_system_prompt
 from anvil.core.session.checkpoints import FileCheckpointStore
 from anvil.core.session.store import Session, SessionState, SessionStore, repair_history
 from anvil.core.session.undo import UndoManager
-from anvil.core.subagents.agent_types import load_agent_types
+from anvil.core.subagents.agent_types import AgentType, load_agent_types
 from anvil.core.subagents.task_tool import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
+from anvil.trust import ignored_notice
 
 
 @dataclass
@@ -144,8 +154,12 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     tools = default_tools()
     for tool in web_tools(os.environ, settings.web):
         tools.add(tool)
-    policy = ApprovalPolicy(settings.auto_approve, rule_lists=permission_rules(settings, root),
-                            files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
+    check = project_trust(root)
+    trusted = project_files_trusted(settings, root, check)
+    if check.items and not trusted:
+        warnings.append(ignored_notice(check, trusted_at_start=settings.project_trust.trusted))
+    policy = _TrustKeepingPolicy(settings, root, rule_lists=permission_rules(settings, root),
+                                 files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
     attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
     hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
     agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,
@@ -153,8 +167,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
                   interactive=interactive)
-    agent_types, type_warnings = load_agent_types(root, settings.agents,
-                                                  dirs=[user_config_dir() / "agents", root / ".anvil" / "agents"])
+    agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
                        max_iterations=settings.subagent_max_iterations,
@@ -171,6 +184,32 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                             cost=state.total_cost)
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     return runtime
+
+
+class _TrustKeepingPolicy(ApprovalPolicy):
+    """A rule the person saves to a trusted project keeps the folder trusted: anvil wrote it at their word."""
+
+    def __init__(self, settings: Settings, root: Path, **options: Any) -> None:
+        super().__init__(settings.auto_approve, **options)
+        self.settings, self.root = settings, root
+
+    def remember(self, tool: str, pattern: str, scope: str) -> None:
+        keep = scope == "project" and project_files_trusted(self.settings, self.root)
+        super().remember(tool, pattern, scope)
+        if keep:
+            keep_trusted_after_saving(self.settings, self.root)
+
+
+def _agent_types(settings: Settings, root: Path, trusted: bool) -> tuple[dict[str, AgentType], list[str]]:
+    """Built-in < configured < the user's agent files < the project's; from an untrusted project only the
+    agents that cannot change anything."""
+    dirs = [user_config_dir() / "agents", root / ".anvil" / "agents"]
+    types, warnings = load_agent_types(root, settings.agents, dirs=dirs if trusted else dirs[:1])
+    if not trusted:
+        project, more = load_agent_types(root, {}, dirs=dirs[1:])
+        types.update({name: agent for name, agent in project.items() if agent.source != "built-in" and agent.read_only})
+        warnings += more
+    return types, warnings
 
 
 def _any_hooks(settings: Settings) -> bool:

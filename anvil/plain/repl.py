@@ -343,9 +343,11 @@ async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Out
     return await PlainRepl(runtime, input=input, output=output).run()
 
 
-def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False) -> int:
-    """The `anvil --plain` entry used by cli.py: settings, runtime, then the REPL on the real terminal."""
-    from anvil.config import ConfigError, load_settings
+def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False,
+           trust: bool | None = None) -> int:
+    """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
+    then the REPL on the real terminal."""
+    from anvil.config import ConfigError, load_settings, project_trust
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.runtime import open_runtime
@@ -354,7 +356,14 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
         print("anvil: --plain needs a terminal; use `anvil -p PROMPT` in scripts and pipes.", file=sys.stderr)
         return 2
     try:
-        settings = load_settings(Path.cwd(), flags)
+        if trust is None:
+            check = project_trust(Path.cwd())
+            if not check.trusted:
+                from anvil.frontend.trust import decide, trust_question
+                from anvil.plain.trust import ask_trust
+
+                trust = decide(check, asyncio.run(ask_trust(trust_question(check))))
+        settings = load_settings(Path.cwd(), flags, trust=trust)
         runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest)
         from prompt_toolkit.patch_stdout import patch_stdout
 

@@ -62,7 +62,8 @@ class AnvilApp(App[int]):
 
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
-                 continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None) -> None:
+                 continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
+                 trust: bool | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
@@ -74,6 +75,7 @@ class AnvilApp(App[int]):
         self._continue = continue_latest
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
+        self._trust = trust  # --trust: the project's risky settings apply without asking
         self.busy = False
         self.started = False  # set when the runtime is ready (tests wait for it)
         self._wanted_theme = "anvil-dark"
@@ -167,8 +169,7 @@ class AnvilApp(App[int]):
         built = self.session is None
         if self.session is None:
             try:
-                settings = self.settings or await self.warm_up.run(
-                    "settings", partial(warmup.load_settings, self.root, self.flags))
+                settings = self.settings or await self._load_settings()
                 self.session = _facade(await self.warm_up.run("runtime", partial(
                     warmup.open_runtime, settings, self.root, resume=self._resume, continue_latest=self._continue,
                     model=self._model)))
@@ -193,6 +194,18 @@ class AnvilApp(App[int]):
         self.send_waiting()
         await self.warm_up.run("heap", warmup.settle_heap, hurried=False)
         self.warm_up.finish()
+
+    async def _load_settings(self) -> Settings:
+        """Settings, after the trust question when the folder's configuration needs one (anvil/tui/trust.py)."""
+        loaded = await self.warm_up.run("settings", partial(warmup.settings_or_question, self.root, self.flags,
+                                                            self._trust))
+        from anvil.trust import ProjectTrust  # standard library only: cheap
+
+        if not isinstance(loaded, ProjectTrust):
+            return loaded
+        from anvil.tui.trust import ask_then_load
+
+        return await ask_then_load(self, loaded, partial(warmup.load_settings, self.root, self.flags))
 
     def session_ready(self) -> None:
         """The session is open (at start-up, after /clear or /resume): show it and start what runs beside it."""
