@@ -99,7 +99,7 @@ class ReadFileTool(Tool):
         try:
             with located(path, base_dirs(ctx), display) as location:
                 fd, info = open_regular(location, display)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise ToolError(_missing_message(ctx, path, display)) from None
         except OSError as exc:
             raise ToolError(f"Cannot read {display}: {exc.strerror}.") from None

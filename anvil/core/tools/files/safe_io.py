@@ -100,9 +100,16 @@ def _enter(fd: int, part: str, display: str, create: bool) -> int:
                 os.mkdir(part, 0o777, dir_fd=fd)  # the umask decides, as for any directory
             return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(fd, part):
             raise _moved(display, part) from None
-        raise
+        raise  # ENOTDIR for a plain file on the way: the path does not exist as given
+
+
+def _is_link(fd: int, part: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return True  # gone again: it is moving under us
 
 
 def open_regular(location: Location, display: str) -> tuple[int, os.stat_result]:

@@ -174,3 +174,11 @@ async def test_a_file_with_a_very_long_name_can_be_changed(ctx, project):
     await edit(ctx, name, "one", "two")
     assert (project / name).read_text() == "two\n"
     assert sorted(os.listdir(project)) == [name]
+
+
+async def test_a_path_through_a_plain_file_is_reported_missing(ctx, project):
+    (project / "notes.txt").write_text("x\n")
+    with pytest.raises(ToolError, match=r"notes.txt/inner.txt does not exist"):
+        await read(ctx, "notes.txt/inner.txt")
+    with pytest.raises(ToolError, match=r"Could not write notes.txt/inner.txt: Not a directory\. The file"):
+        await write(ctx, "notes.txt/inner.txt", "y\n")
