@@ -40,6 +40,7 @@ from anvil.core.subagents.agent_types import AgentType, load_agent_types
 from anvil.core.subagents.task_tool import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
+from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
 from anvil.trust import ignored_notice
@@ -62,12 +63,14 @@ class Runtime:
     _closed: bool = False
 
     async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
-        """After the first paint: session_start hooks, MCP servers. Returns notices for the person.
+        """After the first paint: leftovers of a killed run, session_start hooks, MCP servers. Returns notices for
+        the person.
 
         ``wait_for_mcp`` (seconds) waits for the servers to be ready or failed, for headless runs that need
         their tools before the first turn; interactive front ends let them come up in the background.
         """
-        notices: list[str] = []
+        # Partial files a killed anvil left in this project (its temporary files for atomic writes).
+        notices: list[str] = await asyncio.to_thread(clean_leftovers, self.agent.ctx.data_dir, self.root)
         if self.hooks is not None:
             started = await self.hooks.session_start("resume" if self.resumed else "startup")
             notices += started.notices
@@ -121,7 +124,7 @@ def build_model(settings: Settings) -> Model:
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
     return ToolSettings(allowed_dirs=allowed, lint=dict(settings.lint), test_command=settings.test_command,
-                        output_budget=settings.output_budget)
+                        output_budget=settings.output_budget, config_dirs=[user_config_dir()])
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,

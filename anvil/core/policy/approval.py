@@ -8,7 +8,9 @@ What needs asking, by default, follows the approval need each tool declares (``T
   commands, each allowed by a rule on its own, risky forms and the hard-deny list handled there.
 - "rule" (kill_command, run_tests, MCP and web tools): tool rules written ``name(subject)`` (``run_tests(*)``,
   ``mcp__github__*(*)``, ``web_fetch(domain:docs.python.org)``), else ask.
-- "edit" (edits and writes): apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
+- "edit" (edits and writes): apply without asking, unless ``ask_edits`` is on and the mode is ``ask``; writes to
+  protected paths (anvil's configuration, git's files, shell start-up files) are asked about in every mode and
+  refused headless, unless a rule names the file (:mod:`anvil.core.policy.protected_writes`).
 - "none" (reads, searches, todos): never ask.
 
 Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules arrive as
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from anvil.core.policy.protected_writes import protected_verdict
 from anvil.core.policy.rule_files import save_rule
 from anvil.core.policy.rules import CommandRule, CommandRules, RuleError
 from anvil.core.policy.shell_parse import parse_command
@@ -188,6 +191,10 @@ class ApprovalPolicy:
         """The verdict on one call, from the tool's declared approval need (never from its name)."""
         if self.mode == "plan":
             return self._evaluate_plan(tool, args, ctx)
+        if tool.write_targets(args):
+            protected = protected_verdict(tool, args, ctx, self.tool_rules)
+            if protected is not None:
+                return protected
         match tool.approval:
             case "command":
                 from anvil.core.policy.command_policy import evaluate_command

@@ -10,6 +10,7 @@ registry turns bad arguments and unexpected exceptions into error results too.
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
-from anvil.core.tools.paths import resolve_path
+from anvil.core.tools.paths import default_user_config_dir, resolve_path
 
 
 @dataclass
@@ -56,14 +57,29 @@ class ToolSettings:
     output_budget: int = 16_000
     default_timeout: float = 120.0
     max_timeout: float = 600.0
+    #: anvil's user configuration directories: the file tools never write there without the person
+    config_dirs: list[Path] = field(default_factory=lambda: [default_user_config_dir()])
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileStamp:
-    """What a file looked like when the model last read it, to refuse blind overwrites."""
+    """What a file looked like when the model last read it, to refuse blind overwrites: a change keeps none
+    of these the same unless someone reset the time on purpose, and then the content hash still differs."""
 
-    mtime_ns: int
     size: int
+    mtime_ns: int
+    inode: int
+    device: int
+    #: sha256 of the bytes the model read
+    digest: str
+
+    @classmethod
+    def of(cls, info: os.stat_result, digest: str) -> FileStamp:
+        return cls(info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, digest)
+
+    def same_metadata(self, info: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns, self.inode, self.device) == (
+            info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
 
 
 @dataclass
@@ -98,9 +114,9 @@ class ToolContext:
         except ValueError:
             return str(path)
 
-    def record_read(self, path: Path) -> None:
-        st = path.stat()
-        self.reads[path] = FileStamp(st.st_mtime_ns, st.st_size)
+    def record_read(self, path: Path, info: os.stat_result, digest: str) -> None:
+        """Remember that the model saw ``path`` as it was when ``info`` was taken, with content hash ``digest``."""
+        self.reads[path] = FileStamp.of(info, digest)
 
     async def close(self) -> None:
         """End what tools left running (background commands); called when the session ends."""
@@ -128,9 +144,9 @@ Approval = Literal["none", "edit", "command", "rule"]
 class Tool(ABC):
     """Base class for tools. Subclasses set the class attributes and implement ``run``.
 
-    The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``runs_tests``, ``polls``,
-    ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents decide from them, never
-    from the tool's name.
+    The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``write_targets``,
+    ``runs_tests``, ``polls``, ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents
+    decide from them, never from the tool's name.
     """
 
     name: ClassVar[str]
@@ -158,6 +174,12 @@ class Tool(ABC):
     def command(self, args: Any) -> str | None:
         """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
         return None
+
+    def write_targets(self, args: Any) -> list[str]:
+        """The paths this call writes, as the model gave them. Every tool that writes files declares them: the
+        approval policy asks about protected ones (anvil's configuration, git's files, shell start-up files)
+        whatever the mode or the rules (:mod:`anvil.core.tools.protected`)."""
+        return []
 
     def phase(self, args: Any) -> str:
         """A short label for front ends ("Reading app.py"), derived from the arguments."""
