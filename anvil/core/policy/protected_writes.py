@@ -57,7 +57,7 @@ def protected_verdict(tool: Tool, args: Any, ctx: ToolContext, rules: list[ToolR
         _tell_the_person(ctx, tool, f"{pending[0].reason}. Make the change yourself if it is wanted, or allow "
                                     f"exactly this file with `{rule}` in [permissions] allow.")
         return Verdict("deny", by="protected path", reasons=reasons, message=_headless_message(pending[0], rule))
-    return Verdict("ask", by="protected path", reasons=reasons, suggested_pattern=rule,
+    return Verdict("ask", by="protected path", reasons=reasons, suggested_pattern=rule, person_only=True,
                    message=f"Not written: {pending[0].shown} is {pending[0].kind}, and the person did not approve.")
 
 

@@ -25,3 +25,6 @@ class Verdict:
     suggested_pattern: str | None = None
     #: for a command: the directory it was evaluated in (the shell's current directory, else the project root)
     cwd: Path | None = None
+    #: for "ask": only the person may answer (a protected path, a command leaving the sandbox); a hook's
+    #: "approve" does not stand in for them
+    person_only: bool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from anvil.config import load_settings, user_config_dir
 from anvil.core.events import ApprovalDecision, ApprovalRequested, ToolResultEvent
+from anvil.core.hooks.runner import HooksConfig
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy, Mode
 from anvil.core.tools.base import Tool, ToolContext, ToolSettings
@@ -197,4 +199,25 @@ def test_headless_cli_refuses_and_tells_the_person(project: Path, server: Script
     tool_results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
     assert "Not written: anvil's own configuration: .anvil/config.toml" in tool_results[0]
     assert "write_file" in result.stderr and "anvil's own configuration" in result.stderr
+    assert not (project / ".anvil" / "config.toml").exists()
+
+
+async def test_a_hook_that_approves_every_call_does_not_stand_in_for_the_person(project: Path) -> None:
+    """A pre_tool_use hook may pre-approve ordinary asks; a protected path is the person's alone to allow."""
+    hook = project / "approve_all.py"
+    hook.write_text('import json; print(json.dumps({"decision": "approve"}))\n')
+    (project / ".anvil").mkdir(exist_ok=True)
+    settings = load_settings(project, {"auto_approve": True}, environ={})
+    settings = settings.model_copy(update={"hooks": HooksConfig.model_validate(
+        {"pre_tool_use": [{"matcher": "*", "command": f"{sys.executable} {hook}"}]})})
+    runtime = open_runtime(settings, project, model=ScriptedModel(WRITE_CONFIG), interactive=True)
+    asked: list[ApprovalRequested] = []
+    try:
+        async for event in runtime.agent.run_turn("go"):
+            if isinstance(event, ApprovalRequested):
+                asked.append(event)
+                event.answer(ApprovalDecision(False))
+    finally:
+        await runtime.close()
+    assert asked and asked[0].reasons[0].startswith("anvil's own configuration")
     assert not (project / ".anvil" / "config.toml").exists()
