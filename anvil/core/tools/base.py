@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
 from anvil.core.tools.paths import resolve_path
 
@@ -56,6 +57,11 @@ class ToolSettings:
     output_budget: int = 16_000
     default_timeout: float = 120.0
     max_timeout: float = 600.0
+    #: bytes one command's log keeps (head and tail); all command logs together; 0 for no limit
+    log_cap: int = 50 * 1024 * 1024
+    logs_total_cap: int = 500 * 1024 * 1024
+    #: seconds a background command may run before it is stopped; 0 for no limit
+    background_timeout: float = 7200.0
 
 
 @dataclass
@@ -83,9 +89,13 @@ class ToolContext:
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
+    #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
+    sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
+        if self.sandbox is None:
+            self.sandbox = Sandbox.disabled(self.root, self.session_id)
 
     def resolve(self, path: str) -> Path:
         """A model-supplied path, made absolute and checked to be inside the project."""
@@ -157,6 +167,11 @@ class Tool(ABC):
 
     def command(self, args: Any) -> str | None:
         """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
+        return None
+
+    def outside_sandbox(self, args: Any) -> str | None:
+        """The model's reason when this call asks to run outside the OS sandbox; None otherwise. Such a call
+        always asks the person (no rule, mode or hook can allow it), and is refused where nobody can answer."""
         return None
 
     def phase(self, args: Any) -> str:

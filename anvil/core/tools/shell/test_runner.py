@@ -24,8 +24,9 @@ from pydantic import Field
 from anvil.core.process_groups import describe_exit
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.errors import ToolError
+from anvil.core.tools.shell.jobs import format_duration
 from anvil.core.tools.shell.output_capture import HeadTail
-from anvil.core.tools.shell.processes import CommandRun, format_duration, shell_session
+from anvil.core.tools.shell.processes import CommandRun, shell_session
 
 #: Logs bigger than this are not read back for parsing; the in-memory head and tail are used instead.
 MAX_PARSED_LOG = 20_000_000

@@ -1,0 +1,70 @@
+"""Every process an unsandboxed command started, found and ended: ``setsid`` daemons and ``nohup`` jobs too.
+
+A process group is not enough: ``setsid`` (or a daemon's double fork) leaves it. Every command gets a tag in
+its environment (:data:`TAG_VARIABLE`), which every process it starts inherits, and the processes carrying a
+tag are found by reading ``/proc/<pid>/environ``. A program that clears its environment on purpose escapes
+this (the sandbox's pid namespace does not have that hole); cgroups would not, but they are not available
+to an unprivileged process on most machines.
+
+Measured on a machine with 300 processes: a scan takes about 2 ms; it runs only when a command is stopped
+(its timeout, kill_command, the end of the session), never on the way of a command that ends by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+
+from anvil.core.process_groups import KILL_GRACE
+
+TAG_VARIABLE = "ANVIL_PROCESS_TAG"
+
+
+def tagged_pids(tag: str, *, prefix: bool = False) -> list[int]:
+    """Live processes whose environment carries ``tag`` (``prefix``: any tag that starts with it)."""
+    if not os.path.isdir("/proc"):
+        return []
+    needle = f"{TAG_VARIABLE}={tag}".encode()
+    own = os.getpid()
+    found: list[int] = []
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit() or int(entry.name) == own:
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    environ = f.read()
+            except OSError:  # gone, or another user's
+                continue
+            if needle not in environ:
+                continue
+            for item in environ.split(b"\0"):
+                if item == needle or (prefix and item.startswith(needle)):
+                    found.append(int(entry.name))
+                    break
+    return found
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+async def end_tagged(tag: str, *, prefix: bool = False, grace: float = KILL_GRACE) -> int:
+    """SIGTERM every process carrying the tag, SIGKILL what is left after ``grace``; how many there were."""
+    pids = tagged_pids(tag, prefix=prefix)
+    if not pids:
+        return 0
+    _signal_all(pids, signal.SIGTERM)
+    _signal_all(pids, signal.SIGCONT)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        if not tagged_pids(tag, prefix=prefix):
+            return len(pids)
+    _signal_all(tagged_pids(tag, prefix=prefix), signal.SIGKILL)
+    return len(pids)
