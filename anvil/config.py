@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from anvil.core.hooks.runner import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
@@ -57,6 +57,44 @@ class ScopedPermissions(BaseModel):
     """From the user config.toml: rules for every project."""
     project: Permissions = Field(default_factory=Permissions)
     """From the project's .anvil/config.toml."""
+
+
+class SandboxConfig(BaseModel):
+    """``[sandbox]``: the OS sandbox every command the model runs goes through (README: "The sandbox")."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    """``auto``: sandbox commands where the OS can (a notice where not); ``required``: run no command without it;
+    ``off``: never."""
+    network: bool | list[str] = False
+    """Outbound network for commands: false, true, or a list of hosts (``["pypi.org", "*.pythonhosted.org"]``)
+    reached through anvil's proxy."""
+    writable: list[str] = Field(default_factory=list)
+    """More paths commands may write, besides the project, the temp dir and allowed_dirs (``["~/.gradle"]``)."""
+    writable_caches: bool = True
+    """The package managers' caches in the home directory (~/.cache, ~/.npm, cargo's and go's) are writable."""
+
+    @field_validator("network")
+    @classmethod
+    def _hosts(cls, value: bool | list[str]) -> bool | list[str]:
+        for host in value if isinstance(value, list) else []:
+            if not host.strip() or any(c in host for c in "/: "):
+                raise ValueError(f"a host name or pattern such as \"pypi.org\" or \"*.github.com\", not {host!r}")
+        return value
+
+
+class CommandsConfig(BaseModel):
+    """``[commands]``: limits on what commands leave behind."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    log_max_mb: float = Field(50, ge=0)
+    """Size of one command's log (its start and end are kept, the cut is stated); 0 for no limit."""
+    logs_total_mb: float = Field(500, ge=0)
+    """Size of all command logs together; the oldest go first; 0 for no limit."""
+    background_timeout: float = Field(7200, ge=0)
+    """Seconds a background command may run before it is stopped; 0 for no limit."""
 
 
 class Settings(BaseModel):
@@ -111,6 +149,10 @@ class Settings(BaseModel):
     """Model calls a sub-agent may make before it reports back."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers (``[mcp_servers.github]``: command + args for stdio, or url for streamable HTTP)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The OS sandbox for commands: ``mode``, ``network``, ``writable``, ``writable_caches``."""
+    commands: CommandsConfig = Field(default_factory=CommandsConfig)
+    """Command log caps and the background time limit."""
 
 
 _TYPE_WORDS = {
@@ -180,7 +222,8 @@ def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> Config
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(err["loc"][:-1]))
         return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
+    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
+                               .removeprefix("input should be "))
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
 
@@ -218,7 +261,8 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
 
 
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
-_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify"}
+_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
+           "commands"}
 
 
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:

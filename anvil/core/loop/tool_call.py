@@ -131,7 +131,7 @@ class ToolCaller:
             outcome.result = ToolResult(outcome.prepared.error, ok=False, summary="invalid input from hook")
             return
         verdict = self.policy.evaluate(tool, outcome.prepared.args, self.ctx)
-        if verdict.action == "ask" and pre is not None and pre.decision == "approve":
+        if verdict.action == "ask" and not verdict.person_only and pre is not None and pre.decision == "approve":
             verdict = Verdict("allow", by="hook")
         decision = _Decision()
         async for event in self._decide(outcome, tool, verdict, decision):

@@ -25,3 +25,5 @@ class Verdict:
     suggested_pattern: str | None = None
     #: for a command: the directory it was evaluated in (the shell's current directory, else the project root)
     cwd: Path | None = None
+    #: for "ask": only the person can allow it (a command outside the sandbox): no hook approves it
+    person_only: bool = False
