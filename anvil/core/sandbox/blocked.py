@@ -16,6 +16,7 @@ from pathlib import Path
 from anvil.core.sandbox.places import MountPlan
 
 _WRITE_ERRORS = re.compile(r"Read-only file system|Device or resource busy|Errno 30\b|EROFS|EBUSY")
+_READ_ONLY = re.compile(r"Read-only file system|Errno 30\b|EROFS")
 _QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
 _BEFORE_COLON = re.compile(r"(?:^|\s)((?:~|\.{1,2}|[\w.+-]*)?/[^\s:'\"]*|[\w.+-]+\.[\w]+)(?=:)")
 _NETWORK_ERRORS = re.compile(
@@ -23,8 +24,8 @@ _NETWORK_ERRORS = re.compile(
     r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|EAI_AGAIN|nodename nor servname|Network is unreachable|"
     r"No address associated with hostname|dial tcp: lookup|failed to lookup address|Failed to resolve|"
     r"NameResolutionError|Could not connect to any|network unreachable", re.I)
-_LOCAL_REFUSED = re.compile(r"(?:localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)[^\n]*Connection refused|"
-                            r"Connection refused[^\n]*(?:localhost|127\.0\.0\.1)|ECONNREFUSED (?:127\.0\.0\.1|::1)")
+#: without network the only addresses left are the sandbox's own loopback: a refusal is a connection to it
+_REFUSED = re.compile(r"Connection refused|ECONNREFUSED|actively refused", re.I)
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,9 @@ def find_block(output: str, plan: MountPlan | None, *, cwd: Path, network: bool,
             if block is not None:
                 return block
     if not network:
-        if _LOCAL_REFUSED.search(output):
-            return Block("Blocked by the sandbox: a connection to localhost was refused; each sandboxed command has "
-                         "its own network namespace.",
+        if _REFUSED.search(output):
+            return Block("Blocked by the sandbox: a connection was refused, and a sandboxed command reaches only its "
+                         "own loopback.",
                          "A server started by another command (background=true included) cannot be reached from "
                          "this one: start the server and its client in the same command (`server & sleep 1; "
                          "curl localhost:8000; kill %1`), or ask the person for `[sandbox] network = true`.")
@@ -68,21 +69,22 @@ def find_block(output: str, plan: MountPlan | None, *, cwd: Path, network: bool,
 
 def _write_block(line: str, plan: MountPlan | None, cwd: Path) -> Block | None:
     path = _path_in(line, cwd)
-    shown = str(path) if path is not None else "a read-only place"
-    if path is not None and plan is not None:
-        if any(path == p or p in path.parents for p in plan.protected):
-            return Block(f"Blocked by the sandbox: {shown} is read-only inside the sandbox.",
-                         _protected_advice(path))
-        if any(path == p or p in path.parents for p in plan.writable + plan.temp_dirs):
-            return None  # writable: something else went wrong (a read-only mount of the person's own)
-    elif "Read-only file system" not in line and "Errno 30" not in line and "EROFS" not in line:
-        return None  # a busy device without a path the sandbox protects is the command's own problem
-    where = shown if path is None else f"{shown} is outside the writable paths"
+    if path is not None and plan is not None and _under(path, plan.protected):
+        return Block(f"Blocked by the sandbox: {path} is read-only inside the sandbox.", _protected_advice(path))
+    if not _READ_ONLY.search(line):
+        return None  # a busy device or file the sandbox does not protect: the command's own problem
+    if path is not None and plan is not None and _under(path, plan.writable + plan.temp_dirs):
+        return None  # writable here: a read-only mount of the person's own
+    where = "a read-only place" if path is None else f"{path} is outside the writable paths"
     return Block(f"Blocked by the sandbox: the write to {where} (the project, the temp dir, allowed_dirs and "
                  "[sandbox] writable are writable).",
                  f"If the command needs it, the person can allow it with `[sandbox] writable = [\"{_parent(path)}\"]` "
                  "in .anvil/config.toml, or you can re-run the command with sandbox=false and a reason (the person "
                  "is asked).")
+
+
+def _under(path: Path, places: list[Path]) -> bool:
+    return any(path == p or p in path.parents for p in places)
 
 
 def _protected_advice(path: Path) -> str:

@@ -280,8 +280,9 @@ class RunTests(Tool):
         failed = run.timed_out or run.exit_code != 0 or (counts is not None and counts.failed > 0)
         status = f"timed out after {run.timeout:g}s" if run.timed_out else describe_exit(run.exit_code)
         result = counts.text if counts else ("failed" if failed else "passed")
-        parts = [f"Ran `{plan.command}` in the project root.",
-                 f"Result: {result} · {status} · {format_duration(run.duration)}", *plan.notes, *run.notes]
+        parts = [run.block.text()] if run.block else []  # what the sandbox refused comes first
+        parts += [f"Ran `{plan.command}` in the project root.",
+                  f"Result: {result} · {status} · {format_duration(run.duration)}", *plan.notes, *run.notes]
         if run.exit_code == 127:
             parts.append("The test command was not found. Check it with run_command, or ask the person to "
                          "set test_command in .anvil/config.toml.")
