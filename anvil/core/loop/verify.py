@@ -63,7 +63,6 @@ async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox |
             *launch.argv, cwd=root, env=launch.env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, start_new_session=True)  # its own group: a timeout kills it all
     except OSError as exc:
-        launch.release()
         return CheckResult(command, False, None, f"Could not start the command: {exc}", 0.0)
     try:
         out, _ = await asyncio.wait_for(process.communicate(), timeout)
@@ -73,12 +72,10 @@ async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox |
         await end_tagged(launch.tag, grace=0)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(process.wait(), 5)
-        launch.release()
         if isinstance(exc, asyncio.CancelledError):
             raise
         return CheckResult(command, False, None, f"No result within {timeout:g}s; the command was stopped.",
                            time.monotonic() - started, timed_out=True)
-    launch.release()
     text = out.decode("utf-8", errors="replace")
     ok = process.returncode == 0
     block = None if ok else sandbox.find_block(launch, text, root)

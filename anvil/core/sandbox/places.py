@@ -118,7 +118,8 @@ def temp_dirs(env: Mapping[str, str]) -> list[Path]:
 
 
 def _inside(path: Path, base: Path) -> bool:
-    return path == base or base in path.parents
+    inner, outer = str(path), str(base)
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
 
 
 def _outermost(path: Path, roots: list[Path]) -> Path | None:

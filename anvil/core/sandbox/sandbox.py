@@ -10,10 +10,6 @@ expressed, and it has no pid namespace. A weaker sandbox under the same "sandbox
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import json
 import os
 import shutil
 import sys
@@ -22,11 +18,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from anvil.core.sandbox.blocked import Block, find_block
 from anvil.core.sandbox.bwrap import BwrapSupport, bwrap_argv, find_bwrap
 from anvil.core.sandbox.lifetime import TAG_VARIABLE
+from anvil.core.sandbox.placeholders import Placeholders
 from anvil.core.sandbox.places import Mount, MountPlan, Places, SandboxMode, SandboxSettings, plan_mounts
 from anvil.core.sandbox.proxy import PROXY_PORT, HostProxy
 from anvil.core.sandbox.seatbelt import seatbelt_argv, seatbelt_available, seatbelt_profile
@@ -81,7 +78,7 @@ class SandboxStatus:
 
 @dataclass
 class Launch:
-    """One command on its way into the sandbox (or not): what to run, and what to clean up after."""
+    """One command on its way into the sandbox (or not): what to run, and what to read its refusals with."""
 
     argv: list[str]
     env: dict[str, str]
@@ -90,16 +87,6 @@ class Launch:
     tag: str
     plan: MountPlan | None = None
     started: float = field(default_factory=time.monotonic)
-    _lock: IO[bytes] | None = None
-    _owner: Sandbox | None = None
-
-    def release(self) -> None:
-        """The command has ended: let go of the placeholders it needed."""
-        if self._lock is not None:
-            self._lock.close()
-            self._lock = None
-        if self._owner is not None and self.sandboxed:
-            self._owner.remove_placeholders()
 
 
 class Sandbox:
@@ -116,7 +103,7 @@ class Sandbox:
         self._base: Path | None = None
         self._seq = 0
         self._proxy: HostProxy | None = None
-        self._placeholders: set[Path] = set()
+        self._placeholders: Placeholders | None = None
 
     @classmethod
     def disabled(cls, root: Path, session_id: str = "session") -> Sandbox:
@@ -180,12 +167,12 @@ class Sandbox:
             raise SandboxUnavailable(unavailable_message(self.status))
         if not (sandboxed and self.active):
             return Launch(list(command), run_env, False, tag)
-        lock = self._lock_shared()
         extra: list[Mount] = []
         if self.settings.hosts:
             command = await self._through_proxy(command, run_env, extra)
         plan = plan_mounts(self.places, self.settings, self.base / "tmp", self.environ, extra=extra)
-        self._make_placeholders(plan)
+        if plan.placeholders:
+            self._placeholders_for_session().make(plan.placeholders)
         network = self.settings.network and not self.settings.hosts
         if self.status.mechanism == "bubblewrap":
             assert self._bwrap is not None
@@ -193,7 +180,7 @@ class Sandbox:
         else:
             profile = seatbelt_profile(plan, network=network, temp_dirs=plan.temp_dirs)
             argv = seatbelt_argv(profile, command)
-        return Launch(argv, run_env, True, tag, plan, _lock=lock, _owner=self)
+        return Launch(argv, run_env, True, tag, plan)
 
     async def _through_proxy(self, command: Sequence[str], env: dict[str, str], extra: list[Mount]) -> list[str]:
         if self._proxy is None:
@@ -211,6 +198,13 @@ class Sandbox:
         forwarder = Path(__file__).with_name("forwarder.py")
         return [sys.executable, "-I", "-S", str(forwarder), str(inside / "proxy.sock"), "--", *command]
 
+    def _placeholders_for_session(self) -> Placeholders:
+        if self._placeholders is None:
+            state = self.places.data_dir / "sandbox" if self.places.data_dir else self.base
+            self._placeholders = Placeholders(state, self.places.root)
+            self._placeholders.hold()
+        return self._placeholders
+
     def find_block(self, launch: Launch, output: str, cwd: Path) -> Block | None:
         """What the sandbox refused this command, if its output shows it."""
         if not launch.sandboxed:
@@ -219,79 +213,12 @@ class Sandbox:
         return find_block(output, launch.plan, cwd=cwd, network=self.settings.network and not self.settings.hosts,
                           refused_hosts=refused)
 
-    # -- placeholders -------------------------------------------------------------------------------------
-
-    def _lock_path(self) -> Path:
-        digest = hashlib.sha256(str(self.places.root).encode()).hexdigest()[:16]
-        home = self.places.data_dir / "sandbox" if self.places.data_dir else self.base
-        home.mkdir(parents=True, exist_ok=True)
-        return home / f"{digest}.lock"
-
-    def _lock_shared(self) -> IO[bytes] | None:
-        """Held while a command runs: no other anvil removes the placeholders it stands on meanwhile."""
-        try:
-            handle = self._lock_path().open("ab")
-            fcntl.flock(handle, fcntl.LOCK_SH)
-        except OSError:
-            return None
-        return handle
-
-    def _make_placeholders(self, plan: MountPlan) -> None:
-        ledger = self._ledger()
-        for path, kind in plan.placeholders:
-            try:
-                if kind == "dir":
-                    path.mkdir(parents=True)
-                else:
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.touch(exist_ok=False)
-            except OSError:
-                continue  # it appeared meanwhile (then it is real), or bubblewrap will say why it cannot
-            self._placeholders.add(path)
-            ledger.add(path)
-        self._save_ledger(ledger)
-
-    def remove_placeholders(self) -> None:
-        """Remove the empty stand-ins once no command of any anvil in this project runs (a placeholder that
-        went away under a running sandbox would take its protection with it)."""
-        try:
-            handle = self._lock_path().open("ab")
-        except OSError:
-            return
-        with handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return
-            ledger = self._ledger() | self._placeholders
-            for path in list(ledger):
-                with contextlib.suppress(OSError):
-                    if path.is_dir() and not path.is_symlink():
-                        path.rmdir()  # only when empty: anything in it is someone's own
-                    elif path.is_file() and path.stat().st_size == 0:
-                        path.unlink()
-                if not path.exists():
-                    ledger.discard(path)
-                    self._placeholders.discard(path)
-            self._save_ledger(ledger)
-
-    def _ledger(self) -> set[Path]:
-        """Placeholders made by any anvil in this project, kept on disk so a crash leaves none behind for long."""
-        try:
-            return {Path(p) for p in json.loads(self._lock_path().with_suffix(".json").read_text())}
-        except (OSError, ValueError, TypeError):
-            return set()
-
-    def _save_ledger(self, ledger: set[Path]) -> None:
-        with contextlib.suppress(OSError):
-            self._lock_path().with_suffix(".json").write_text(json.dumps(sorted(map(str, ledger))))
-
     async def close(self) -> None:
         """The session ends: the proxy stops, the private temp dir goes."""
         if self._proxy is not None:
             await self._proxy.close()
-        if self._placeholders:
-            self.remove_placeholders()
+        if self._placeholders is not None:
+            self._placeholders.close()
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None

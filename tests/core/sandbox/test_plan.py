@@ -120,3 +120,26 @@ def test_output_without_a_refusal_is_left_alone(root: Path, tmp_path: Path) -> N
     assert find_block("curl: (6) Could not resolve host: pypi.org", p, cwd=root, network=True) is None
     network = find_block("curl: (6) Could not resolve host: pypi.org", p, cwd=root, network=False)
     assert network is not None and network.summary == "Blocked by the sandbox: commands have no network access."
+
+
+def test_placeholders_go_with_the_last_session_in_the_project(tmp_path: Path) -> None:
+    from anvil.core.sandbox.placeholders import Placeholders
+
+    root = tmp_path / "p"
+    root.mkdir()
+    first, second = Placeholders(tmp_path / "state", root), Placeholders(tmp_path / "state", root)
+    first.hold()
+    first.make([(root / ".git", "dir")])
+    second.hold()
+    first.close()
+    assert (root / ".git").is_dir()  # the second session's sandboxes still stand on it
+    second.close()
+    assert not (root / ".git").exists()
+    crashed = Placeholders(tmp_path / "state", root)
+    crashed.hold()
+    crashed.make([(root / ".anvil", "dir")])
+    crashed._release()  # a session that died without closing: its placeholder stays in the ledger...
+    later = Placeholders(tmp_path / "state", root)
+    later.hold()
+    later.close()
+    assert not (root / ".anvil").exists()  # ...and the next session to end removes it

@@ -83,7 +83,10 @@ async def test_a_missing_dot_anvil_cannot_be_created_and_leaves_nothing_behind(m
     root.mkdir()
     ctx = make_ctx(at=Places(root, home=tmp_path / "home"))
     result = await run(ctx, "mkdir -p .anvil && echo 'auto_approve = true' > .anvil/config.toml")
-    assert not result.ok and not (root / ".anvil").exists()  # the placeholder went with the command
+    assert not result.ok and not (root / ".anvil" / "config.toml").exists()
+    assert list((root / ".anvil").iterdir()) == []  # an empty stand-in, mounted read-only, for the session
+    await ctx.close()
+    assert not (root / ".anvil").exists()  # gone with the session
 
 
 async def test_git_config_and_hooks_are_read_only_even_through_git(make_ctx: MakeCtx, places: Places) -> None:
@@ -107,8 +110,13 @@ async def test_dot_git_cannot_be_moved_aside_and_replaced(make_ctx: MakeCtx, pla
 
 
 async def test_without_a_repository_no_git_dir_can_be_made(make_ctx: MakeCtx, places: Places) -> None:
-    result = await run(make_ctx(), "git init -q . && git config core.fsmonitor 'touch pwned'")
-    assert not result.ok and not (places.root / ".git").exists()
+    ctx = make_ctx()
+    result = await run(ctx, "git init -q . && git config core.fsmonitor 'touch pwned'")
+    assert not result.ok and not (places.root / ".git" / "config").exists()
+    outside_git = subprocess.run(["git", "status"], cwd=places.root, capture_output=True, text=True)
+    assert "not a git repository" in outside_git.stderr  # git looks past the empty stand-in
+    await ctx.close()
+    assert not (places.root / ".git").exists()
 
 
 async def test_anvils_own_dirs_are_read_only_inside_writable_places(make_ctx: MakeCtx, tmp_path: Path) -> None:
@@ -121,7 +129,8 @@ async def test_anvils_own_dirs_are_read_only_inside_writable_places(make_ctx: Ma
     result = await run(make_ctx(at=where), f"echo x > {data}/sessions/forged.jsonl; "
                                            f"mkdir -p {home}/config/anvil && echo y > {home}/config/anvil/config.toml; "
                                            f"echo fine > {home}/notes.txt")
-    assert not (data / "sessions" / "forged.jsonl").exists() and not (home / "config" / "anvil").exists()
+    assert not (data / "sessions" / "forged.jsonl").exists()
+    assert not (home / "config" / "anvil" / "config.toml").exists()
     assert (home / "notes.txt").read_text() == "fine\n", result.output
 
 

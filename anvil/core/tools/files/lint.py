@@ -82,7 +82,6 @@ async def run_linter(path: Path, ctx: ToolContext) -> str | None:
             *launch.argv, cwd=ctx.root, env=launch.env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=os.name == "posix")
     except (FileNotFoundError, NotADirectoryError, PermissionError):
-        launch.release()
         return None
     try:
         output, _ = await asyncio.wait_for(process.communicate(), ctx.settings.lint_timeout)
@@ -92,8 +91,6 @@ async def run_linter(path: Path, ctx: ToolContext) -> str | None:
     except asyncio.CancelledError:
         await _stop(process, launch.tag)
         raise
-    finally:
-        launch.release()
     text = output.decode("utf-8", "replace").strip()
     if not text:
         return None if process.returncode == 0 else f"Linter `{shown}` failed (exit {process.returncode})."

@@ -107,7 +107,6 @@ class BackgroundJobs:
     def _wrap_up(self, job: BackgroundJob) -> None:
         job.collector.finish()
         job.transport.close()
-        job.launch.release()
         if job.collector.log is not None:
             self.logs.finished(job.collector.log)
 

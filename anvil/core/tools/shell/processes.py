@@ -118,7 +118,6 @@ class ShellSession(BackgroundJobs):
             final_dir = _read_quietly(pwd_file)
         finally:
             pwd_file.unlink(missing_ok=True)
-            launch.release()
             if collector.log is not None:
                 self.logs.finished(collector.log)
         if stragglers:

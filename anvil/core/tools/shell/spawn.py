@@ -73,7 +73,6 @@ async def spawn(launch: Launch, cwd: Path,
         )
     except OSError as exc:
         collector.finish()
-        launch.release()
         raise ToolError(f"The command could not be started in {cwd}: {exc.strerror or exc}. Check that the "
                         "directory exists and that bash (or /bin/sh) is installed.") from exc
 
