@@ -17,17 +17,20 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Collection
 
 from anvil.core.process_groups import KILL_GRACE
 
 TAG_VARIABLE = "ANVIL_PROCESS_TAG"
 
 
-def tagged_pids(tag: str, *, prefix: bool = False) -> list[int]:
-    """Live processes whose environment carries ``tag`` (``prefix``: any tag that starts with it)."""
+def tagged_pids(tags: str | Collection[str]) -> list[int]:
+    """Live processes whose environment carries one of ``tags``."""
     if not os.path.isdir("/proc"):
         return []
-    needle = f"{TAG_VARIABLE}={tag}".encode()
+    wanted = {f"{TAG_VARIABLE}={tag}".encode() for tag in ([tags] if isinstance(tags, str) else tags)}
+    if not wanted:
+        return []
     own = os.getpid()
     found: list[int] = []
     with os.scandir("/proc") as entries:
@@ -39,12 +42,8 @@ def tagged_pids(tag: str, *, prefix: bool = False) -> list[int]:
                     environ = f.read()
             except OSError:  # gone, or another user's
                 continue
-            if needle not in environ:
-                continue
-            for item in environ.split(b"\0"):
-                if item == needle or (prefix and item.startswith(needle)):
-                    found.append(int(entry.name))
-                    break
+            if TAG_VARIABLE.encode() in environ and wanted.intersection(environ.split(b"\0")):
+                found.append(int(entry.name))
     return found
 
 
@@ -54,9 +53,9 @@ def _signal_all(pids: list[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
-async def end_tagged(tag: str, *, prefix: bool = False, grace: float = KILL_GRACE) -> int:
-    """SIGTERM every process carrying the tag, SIGKILL what is left after ``grace``; how many there were."""
-    pids = tagged_pids(tag, prefix=prefix)
+async def end_tagged(tags: str | Collection[str], *, grace: float = KILL_GRACE) -> int:
+    """SIGTERM every process carrying one of the tags, SIGKILL what is left after ``grace``; how many there were."""
+    pids = tagged_pids(tags)
     if not pids:
         return 0
     _signal_all(pids, signal.SIGTERM)
@@ -64,7 +63,7 @@ async def end_tagged(tag: str, *, prefix: bool = False, grace: float = KILL_GRAC
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-        if not tagged_pids(tag, prefix=prefix):
+        if not tagged_pids(tags):
             return len(pids)
-    _signal_all(tagged_pids(tag, prefix=prefix), signal.SIGKILL)
+    _signal_all(tagged_pids(tags), signal.SIGKILL)
     return len(pids)

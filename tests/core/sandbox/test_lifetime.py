@@ -75,6 +75,6 @@ async def test_tags_of_other_sessions_are_left_alone(tmp_path: Path) -> None:
     assert await wait(lambda: processes_with(marker))
     await mine.close()
     await asyncio.sleep(0.3)
-    assert processes_with(marker) and tagged_pids(f"{theirs.session_id}:", prefix=True)
+    assert processes_with(marker) and tagged_pids(shell_session(theirs).tags)
     await theirs.close()
     assert await wait(lambda: not processes_with(marker))

@@ -25,6 +25,13 @@ from tests.core.sandbox.conftest import MakeCtx, linux_only, processes_with, run
 pytestmark = linux_only
 
 
+@pytest.fixture(autouse=True)
+def no_leftover_in_etc() -> Iterator[None]:
+    """Were the sandbox broken, a test run as root would write here: never leave that for the next run."""
+    yield
+    Path("/etc/anvil-sandbox-test").unlink(missing_ok=True)
+
+
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A directory outside the project and outside the temp dir (the sandbox has a private one of those)."""
@@ -279,4 +286,21 @@ async def test_verify_runs_in_the_sandbox(make_ctx: MakeCtx, places: Places) -> 
     ctx = make_ctx()
     result = await run_check("echo hacked > .anvil/config.toml", places.root, 10, ctx.sandbox)
     assert not result.ok and result.output.startswith("Blocked by the sandbox")
+    assert "hacked" not in (places.root / ".anvil" / "config.toml").read_text()
+
+
+async def test_a_sub_agents_commands_run_in_the_same_sandbox(make_ctx: MakeCtx, places: Places) -> None:
+    from anvil.core.model.scripted import ScriptedModel
+    from anvil.core.policy.approval import ApprovalPolicy
+    from anvil.core.subagents.task_tool import TaskArgs, TaskTool
+    from anvil.core.tools import default_tools
+
+    model = ScriptedModel([
+        {"tool_calls": [{"name": "run_command", "arguments": {"command": "echo hacked > .anvil/config.toml"}}]},
+        {"text": "tried"}])
+    registry = default_tools()
+    task = TaskTool(model, registry, ApprovalPolicy(auto_approve=True))
+    ctx = make_ctx()
+    result = await task.run(TaskArgs(description="Change config", prompt="Do it.", agent_type="general"), ctx)
+    assert result.ok
     assert "hacked" not in (places.root / ".anvil" / "config.toml").read_text()

@@ -80,6 +80,7 @@ class BackgroundJobs:
     cwd: Path
     kill_grace: float
     jobs: dict[str, BackgroundJob]
+    tags: list[str]
 
     def _collector(self, label: str) -> OutputCollector:
         raise NotImplementedError
@@ -88,6 +89,7 @@ class BackgroundJobs:
                                limit: float = 0.0) -> BackgroundJob:
         job_id = f"bg{len(self.jobs) + 1}"
         launch = await launch_bash(self.sandbox, (command,), self.cwd, sandboxed)
+        self.tags.append(launch.tag)
         collector = self._collector(job_id)
         transport, protocol = await spawn(launch, self.cwd, collector)
         job = BackgroundJob(job_id, command, self.cwd, transport.get_pid(), transport, protocol, collector, launch,

@@ -75,6 +75,8 @@ class ShellSession(BackgroundJobs):
         self.jobs: dict[str, BackgroundJob] = {}
         self.kill_grace = KILL_GRACE
         self.logs = LogStore(ctx.data_dir / "logs", ctx.session_id, ctx.settings.logs_total_cap or _UNLIMITED)
+        #: the tag of every command this session started: what is still running at its end is ended
+        self.tags: list[str] = []
 
     def _collector(self, label: str) -> OutputCollector:
         log = CappedLog(self.logs.new_path(label), self.ctx.settings.log_cap or _UNLIMITED)
@@ -111,6 +113,7 @@ class ShellSession(BackgroundJobs):
         except ToolError:
             pwd_file.unlink(missing_ok=True)
             raise
+        self.tags.append(launch.tag)
         collector = self._collector(command)
         started = time.monotonic()
         try:
@@ -183,7 +186,7 @@ class ShellSession(BackgroundJobs):
     async def close(self) -> None:
         """Stop every background job and whatever a command left running; registered in ``ctx.cleanups``."""
         await asyncio.gather(*(self.kill(job) for job in self.jobs.values()), return_exceptions=True)
-        await end_tagged(f"{self.sandbox.session_id}:", prefix=True, grace=self.kill_grace)
+        await end_tagged(self.tags, grace=self.kill_grace)
 
 
 def _read_quietly(path: Path) -> str:
