@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from anvil.config_tables import CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.runner import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
 from anvil.core.policy.approval import Scope, parse_rule
@@ -41,29 +42,6 @@ class ConfigError(Exception):
 
 
 RuleScope = Literal["user", "project"]
-
-
-class Permissions(BaseModel):
-    """One ``[permissions]`` table, or one ``permissions.toml``."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: list[str] = Field(default_factory=list)
-    """Patterns that run without asking: commands (``"pytest*"``, ``"git status"``) or tools (``"run_tests(*)"``,
-    ``"web_fetch(domain:docs.python.org)"``)."""
-    deny: list[str] = Field(default_factory=list)
-    """Patterns that are always refused. Deny beats allow."""
-
-
-class ScopedPermissions(BaseModel):
-    """The ``[permissions]`` table of each config file, kept apart: both apply, each in its own scope."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    user: Permissions = Field(default_factory=Permissions)
-    """From the user config.toml: rules for every project."""
-    project: Permissions = Field(default_factory=Permissions)
-    """From the project's .anvil/config.toml."""
 
 
 class Settings(BaseModel):
@@ -118,6 +96,10 @@ class Settings(BaseModel):
     """Model calls a sub-agent may make before it reports back."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers (``[mcp_servers.github]``: command + args for stdio, or url for streamable HTTP)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The OS sandbox for commands: ``mode``, ``network``, ``writable``, ``writable_caches``."""
+    commands: CommandsConfig = Field(default_factory=CommandsConfig)
+    """Command log caps and the background time limit."""
 
     # Not a setting: set by load_settings. Untrusted unless decided, so a project's files stay inert by default.
     _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
@@ -195,7 +177,8 @@ def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> Config
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(err["loc"][:-1]))
         return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
+    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
+                               .removeprefix("input should be "))
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
 
@@ -233,7 +216,8 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
 
 
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
-_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify"}
+_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
+           "commands"}
 
 
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:

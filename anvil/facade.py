@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from anvil.core.context.meter import TokenCounter
     from anvil.core.mcp.config import ServerStatus
     from anvil.core.model.protocol import Model
+    from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
 
 
@@ -91,6 +92,11 @@ class SessionFacade:
     @property
     def todos(self) -> tuple[TodoItem, ...]:
         return tuple(self._agent.ctx.todos)
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        """Whether the model's commands run in the OS sandbox; ``label`` is what a status bar shows."""
+        return self._agent.ctx.sandbox.status
 
     # -- life ------------------------------------------------------------------------------------------
 

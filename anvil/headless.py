@@ -60,6 +60,12 @@ class _Output:
     def __init__(self, output_format: str, out: TextIO, err: TextIO) -> None:
         self.format, self.out, self.err = output_format, out, err
 
+    def started(self, session: SessionFacade) -> None:
+        """stream-json's first event: what the session is (its id, the model, the mode, the sandbox)."""
+        if self.format == "stream-json":
+            self._json({"type": "session_started", "session_id": session.id, "model": session.settings.model,
+                        "mode": session.mode, "cwd": str(session.root), "sandbox": session.sandbox.to_dict()})
+
     def notice(self, message: str) -> None:
         if self.format == "stream-json":
             self._json(Notice(message).to_dict())
@@ -99,6 +105,7 @@ async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text
                        out: TextIO | None = None, err: TextIO | None = None) -> int:
     session = SessionFacade(runtime)
     output = _Output(output_format, out or sys.stdout, err or sys.stderr)
+    output.started(session)
     session.on_notice(output.notice)
     for warning in session.warnings:
         output.notice(warning)

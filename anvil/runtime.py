@@ -33,6 +33,8 @@ from anvil.core.model.protocol import Model
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.prompts import build_system_prompt
+from anvil.core.sandbox.places import Places, SandboxSettings
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import FileCheckpointStore
 from anvil.core.session.store import Session, SessionState, SessionStore, repair_history
 from anvil.core.session.undo import UndoManager
@@ -123,8 +125,23 @@ def build_model(settings: Settings) -> Model:
 
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
+    limits = settings.commands
     return ToolSettings(allowed_dirs=allowed, lint=dict(settings.lint), test_command=settings.test_command,
-                        output_budget=settings.output_budget, config_dirs=[user_config_dir()])
+                        output_budget=settings.output_budget, config_dirs=[user_config_dir()],
+                        log_cap=int(limits.log_max_mb * 1024 * 1024),
+                        logs_total_cap=int(limits.logs_total_mb * 1024 * 1024),
+                        background_timeout=limits.background_timeout)
+
+
+def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], session_id: str) -> Sandbox:
+    """The OS sandbox for the session's commands, from ``[sandbox]``."""
+    config = settings.sandbox
+    hosts = tuple(config.network) if isinstance(config.network, list) else ()
+    sandbox_settings = SandboxSettings(
+        mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
+    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
+    return Sandbox(sandbox_settings, places, session_id=session_id)
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,
@@ -148,8 +165,13 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         session = store.create(settings.model, __version__)
     model = model or build_model(settings)
     checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
-    ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id,
-                      settings=tool_settings(settings, root), checkpoints=checkpoints)
+    tools_settings = tool_settings(settings, root)
+    sandbox = build_sandbox(settings, root, tools_settings.allowed_dirs, session.id)
+    if notice := sandbox.status.notice():
+        warnings.append(notice)
+    ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,
+                      checkpoints=checkpoints, sandbox=sandbox)
+    ctx.cleanups.append(sandbox.close)  # first in, last out: background commands stop before its temp dir goes
     system_prompt, memory = build_system_prompt(root, user_config_dir())
     if memory.truncated:
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")

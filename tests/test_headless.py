@@ -61,7 +61,10 @@ def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOp
     result = run_anvil(project, server, "-p", "go", "--output-format", "stream-json")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[0] == "turn_started" and types[-1] == "turn_ended"
+    assert types[:2] == ["session_started", "turn_started"] and types[-1] == "turn_ended"
+    started = events[0]
+    assert started["session_id"] == events[1]["session_id"] and started["model"] == "openai/scripted"
+    assert started["sandbox"]["mode"] == "auto" and started["sandbox"]["network"] is False
     for expected in ("text_delta", "assistant_message", "usage", "context_usage", "tool_call_started",
                      "tool_result"):
         assert expected in types

@@ -114,7 +114,7 @@ class PlainRepl:
 
     def _toolbar(self) -> FormattedText:
         return toolbar(used=self.used, window=self.window, cost=self.cost, model=self.session.settings.model,
-                       mode=self.session.mode, hint=self.hint)
+                       mode=self.session.mode, hint=self.hint, sandbox=self.session.sandbox.label)
 
     # -- the prompt ------------------------------------------------------------------------------------
 

@@ -214,7 +214,8 @@ class AnvilApp(App[int]):
         settings = self.settings = session.settings
         threshold = settings.compact_threshold
         self.status.update_state(model=settings.model, mode=session.mode, cost=session.usage().cost, phase="",
-                                 threshold=threshold if isinstance(threshold, float) else None)
+                                 threshold=threshold if isinstance(threshold, float) else None,
+                                 sandbox=session.sandbox.label)
         if self._theme_flag is None and settings.theme != self.theme:
             self.set_theme(settings.theme)
         resumed = resumed_text(session)

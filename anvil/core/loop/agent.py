@@ -356,7 +356,8 @@ class Agent:
         yield Notice("Verifying the changes: " + ", ".join(f"`{command}`" for command in self.verify))
         turn.changed = False
         try:
-            turn.checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root, self.verify_timeout))
+            turn.checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root, self.verify_timeout,
+                                                                    self.ctx.sandbox))
         except Interrupted:
             turn.checks = None
 

@@ -46,6 +46,8 @@ class Finding:
     reason: str
     command: int  # index into ParsedCommand.commands
     triggers: tuple[str, ...] = ()  # words a rule must name to cover this; () = no rule can
+    #: risky only because of where it writes: the OS sandbox enforces that boundary when it is on
+    confinable: bool = False
 
 
 @dataclass(frozen=True)
@@ -181,8 +183,8 @@ class _Checker:
         return RiskReport(tuple(unique))
 
     def _add(self, level: RiskLevel, reason: str, triggers: tuple[str, ...] = (),
-             index: int | None = None) -> None:
-        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers))
+             index: int | None = None, confinable: bool = False) -> None:
+        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers, confinable))
 
     # --- paths ---------------------------------------------------------------------------------------
 
@@ -208,7 +210,8 @@ class _Checker:
         risk = self.places.write_risk(self.places.resolve(target, cwd))
         if risk is not None:
             level, what = risk
-            self._add(level, f"{what}: {shown}", (target,) if level == "risky" else ())  # no rule covers a hard deny
+            risky = level == "risky"  # no rule covers a hard deny, and no sandbox makes it harmless
+            self._add(level, f"{what}: {shown}", (target,) if risky else (), confinable=risky)
 
     # --- commands ------------------------------------------------------------------------------------
 

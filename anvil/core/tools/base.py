@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
 from anvil.core.tools.paths import default_user_config_dir, resolve_path
 
@@ -59,6 +60,11 @@ class ToolSettings:
     max_timeout: float = 600.0
     #: anvil's user configuration directories: the file tools never write there without the person
     config_dirs: list[Path] = field(default_factory=lambda: [default_user_config_dir()])
+    #: bytes one command's log keeps (head and tail); all command logs together; 0 for no limit
+    log_cap: int = 50 * 1024 * 1024
+    logs_total_cap: int = 500 * 1024 * 1024
+    #: seconds a background command may run before it is stopped; 0 for no limit
+    background_timeout: float = 7200.0
 
 
 @dataclass(frozen=True)
@@ -99,9 +105,13 @@ class ToolContext:
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
+    #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
+    sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
+        if self.sandbox is None:
+            self.sandbox = Sandbox.disabled(self.root, self.session_id)
 
     def resolve(self, path: str) -> Path:
         """A model-supplied path, made absolute and checked to be inside the project."""
@@ -180,6 +190,10 @@ class Tool(ABC):
         approval policy asks about protected ones (anvil's configuration, git's files, shell start-up files)
         whatever the mode or the rules (:mod:`anvil.core.tools.protected`)."""
         return []
+    def outside_sandbox(self, args: Any) -> str | None:
+        """The model's reason when this call asks to run outside the OS sandbox; None otherwise. Such a call
+        always asks the person (no rule, mode or hook can allow it), and is refused where nobody can answer."""
+        return None
 
     def phase(self, args: Any) -> str:
         """A short label for front ends ("Reading app.py"), derived from the arguments."""
