@@ -22,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anvil",
         description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
-                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions.",
+                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
+                    "`anvil trust` trusts this folder's .anvil/ settings.",
         epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
                "these flags, in increasing priority.",
     )
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "per line (stream-json)")
     parser.add_argument("--auto-approve", action="store_true", default=None,
                         help="run every tool without asking, except the hard-deny list (trusted repos only)")
+    parser.add_argument("--trust", action="store_true",
+                        help="apply this folder's .anvil/ settings that run commands or send data (hooks, MCP "
+                             "servers, api_base, allow rules, ...) for this run, without asking")
     parser.add_argument("--max-iterations", type=int, metavar="N", help="model calls allowed per turn "
                         "(default 50)")
     parser.add_argument("--mode", choices=["ask", "accept_edits", "auto", "plan"],
@@ -63,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args_list[:1] == ["sessions"]:
         return _sessions(args_list[1:])
+    if args_list[:1] == ["trust"]:
+        from anvil.frontend.trust import trust_command
+
+        return trust_command(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
     if args.version:
@@ -80,15 +88,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _plain(args: Any) -> int:
-    """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain.py)."""
+    """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.repl import launch
 
-    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest)
+    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest, trust=_trust(args))
 
 
 def _flags(args: Any) -> dict[str, Any]:
     return {"model": args.model, "api_base": args.api_base, "auto_approve": args.auto_approve,
             "max_iterations": args.max_iterations, "mode": args.mode}
+
+
+def _trust(args: Any) -> bool | None:
+    """``--trust`` applies the project's risky settings; without it, what the person trusted before decides."""
+    return True if args.trust else None
 
 
 def _read_prompt(value: str) -> str | None:
@@ -104,7 +117,7 @@ def _headless(args: Any) -> int:
     from pathlib import Path
 
     from anvil.config import ConfigError, load_settings
-    from anvil.core.model.litellm_model import ModelError
+    from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
 
     prompt = _read_prompt(args.prompt)
@@ -112,7 +125,7 @@ def _headless(args: Any) -> int:
         print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
         return EXIT_USAGE
     try:
-        settings = load_settings(Path.cwd(), _flags(args))
+        settings = load_settings(Path.cwd(), _flags(args), trust=_trust(args))
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
@@ -161,7 +174,7 @@ def _tui(args: Any) -> int:
     from anvil.tui.app import AnvilApp
 
     app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
-                   theme=args.theme, demo_prompt=demo_prompt)
+                   theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args))
     try:
         code = app.run()
     finally:

@@ -3,37 +3,45 @@
 - user: ``$XDG_CONFIG_HOME/anvil/config.toml`` (``~/.config/anvil/config.toml``)
 - project: ``.anvil/config.toml`` in the project root
 
-Every problem (TOML syntax, an unknown key, a wrong type) becomes one :class:`ConfigError` naming the
-file, the key and what was expected. Paths follow the XDG base directories on every platform, as
-DESIGN.md specifies, so the files are where a person looks for them.
+Every problem (TOML syntax, an unknown key, a wrong type, a permission pattern that cannot be a rule) becomes
+one :class:`ConfigError` naming the file, the key and what was expected. Paths follow the XDG base directories
+on every platform, so the files are where a person looks for them.
+
+Permission rules are not layered: the user's and the project's ``[permissions]`` tables both apply, each in
+its own scope, and so do the rules "always allow" saved to each scope's ``permissions.toml``
+(:func:`permission_rules`). The core gets them as plain lists and never reads these files itself.
+
+The project's settings that run code or send data (hooks, MCP servers, api_base, allow rules, ...: the table
+in :mod:`anvil.trust`) apply only when the person trusts the folder with exactly that content
+(:func:`project_trust`); the user's own config is always trusted. The decision travels with the settings
+(:attr:`Settings.project_trust`), so what is read from ``.anvil/`` later (saved rules, agent files) follows it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from anvil.config_tables import CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.runner import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
-from anvil.core.subagents.agent_types import AgentTypeConfig
+from anvil.core.policy.approval import Scope, parse_rule
+from anvil.core.policy.rules import RuleError
+from anvil.core.subagents.agent_types import AgentTypeConfig, parse_agent_file
 from anvil.core.tools.web.web_tools import WebConfig
+from anvil.trust import ProjectTrust, TrustDecision, TrustStore, assess, split_layer
 
 
 class ConfigError(Exception):
     """A configuration problem, with one message that says where and what to do."""
 
 
-class Permissions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    allow: list[str] = Field(default_factory=list)
-    """Command patterns that run without asking, e.g. ``"pytest*"``, ``"git status"``."""
-    deny: list[str] = Field(default_factory=list)
-    """Command patterns that are always refused. Deny beats allow."""
+RuleScope = Literal["user", "project"]
 
 
 class Settings(BaseModel):
@@ -79,8 +87,9 @@ class Settings(BaseModel):
     """Characters of command output the model sees; the rest is cut in the middle and kept in a log."""
     lint: dict[str, str] = Field(default_factory=dict)
     """Linter per file type run after edits, e.g. ``python = "ruff check --output-format concise {path}"``."""
-    permissions: Permissions = Field(default_factory=Permissions)
-    """Rules for commands."""
+    permissions: ScopedPermissions = Field(default_factory=ScopedPermissions)
+    """Allow and deny rules for commands and tools, written ``[permissions]`` in either config file; each file's
+    table is kept in its own scope instead of one replacing the other."""
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     """Shell commands run at session events (``[[hooks.pre_tool_use]]`` ...); see examples/hooks/."""
     web: WebConfig = Field(default_factory=WebConfig)
@@ -91,6 +100,18 @@ class Settings(BaseModel):
     """Model calls a sub-agent may make before it reports back."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers (``[mcp_servers.github]``: command + args for stdio, or url for streamable HTTP)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The OS sandbox for commands: ``mode``, ``network``, ``writable``, ``writable_caches``."""
+    commands: CommandsConfig = Field(default_factory=CommandsConfig)
+    """Command log caps and the background time limit."""
+
+    # Not a setting: set by load_settings. Untrusted unless decided, so a project's files stay inert by default.
+    _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
+
+    @property
+    def project_trust(self) -> TrustDecision:
+        """Whether the project's risky settings apply in this run, and for which content."""
+        return self._project_trust
 
 
 _TYPE_WORDS = {
@@ -125,6 +146,11 @@ def project_config_path(root: Path) -> Path:
     return root / ".anvil" / "config.toml"
 
 
+def permission_files(root: Path) -> dict[Scope, Path]:
+    """The files "always allow" saves rules to, by scope: anvil writes these, never the person's config.toml."""
+    return {"user": user_config_dir() / "permissions.toml", "project": root / ".anvil" / "permissions.toml"}
+
+
 def read_toml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -151,13 +177,21 @@ def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
 
 def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> ConfigError:
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in err["loc"])
+    key = ".".join(str(p) for p in _as_written(err["loc"]))
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(err["loc"][:-1]))
         return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
+    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
+                               .removeprefix("input should be "))
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
+
+
+def _as_written(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A setting's location as the person wrote it: without the scope :func:`_scoped` put in."""
+    if loc[:1] == ("permissions",) and loc[1:2] in (("user",), ("project",)):
+        return loc[:1] + loc[2:]
+    return loc
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
@@ -186,7 +220,8 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
 
 
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
-_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify"}
+_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
+           "commands"}
 
 
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
@@ -199,13 +234,29 @@ def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     return layer
 
 
-def load_settings(root: Path, flags: dict[str, Any] | None = None,
-                  environ: dict[str, str] | None = None) -> Settings:
-    """Merge every layer, validating after each so an error names the layer that caused it."""
+def _scoped(layer: dict[str, Any], scope: RuleScope) -> dict[str, Any]:
+    """A config file's ``[permissions]`` under its scope, so merging the files keeps both tables."""
+    if "permissions" not in layer:
+        return layer
+    return {**layer, "permissions": {scope: layer["permissions"]}}
+
+
+def load_settings(root: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None, *,
+                  trust: bool | None = None) -> Settings:
+    """Merge every layer, validating after each so an error names the layer that caused it.
+
+    ``trust``: the project's risky settings apply with True (``--trust``), never with False (the person said
+    no), and with None only if the person trusted this folder with exactly this content before.
+    """
     env = os.environ if environ is None else environ
+    project = read_toml(project_config_path(root))
+    check = project_trust(root, project)
+    trusted = check.trusted if trust is None else trust or not check.items
+    if not trusted:
+        project = split_layer(project)[0]
     layers = [
-        (f"User config {user_config_path()}", read_toml(user_config_path())),
-        (f"Project config {project_config_path(root)}", read_toml(project_config_path(root))),
+        (f"User config {user_config_path()}", _scoped(read_toml(user_config_path()), "user")),
+        (f"Project config {project_config_path(root)}", _scoped(project, "project")),
         ("Environment (ANVIL_* variables)", env_layer(env)),
         ("Command line", {k: v for k, v in (flags or {}).items() if v is not None}),
     ]
@@ -219,4 +270,100 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None,
         except ValidationError as exc:
             raise _explain(exc, source, candidate) from None
         merged = candidate
-    return Settings.model_validate(merged)
+    settings = Settings.model_validate(merged)
+    settings._project_trust = TrustDecision(trusted, None if trust is True else check.digest)
+    return settings
+
+
+def trust_store() -> TrustStore:
+    return TrustStore(data_dir() / "trusted.json")
+
+
+def project_trust(root: Path, config: dict[str, Any] | None = None) -> ProjectTrust:
+    """What the project's configuration would run or change (its config.toml, the allow rules of its
+    permissions.toml, its agent files that may change things) and whether the person trusted exactly that.
+    ``config``: the project's config.toml as already read, so the check and the settings see the same text."""
+    root = root.resolve()
+    risky = split_layer(read_toml(project_config_path(root)) if config is None else config)[1]
+    saved = _read_rules_file(permission_files(root)["project"]).allow
+    return assess(root, risky, saved, _agents_that_change_things(root), trust_store())
+
+
+def _agents_that_change_things(root: Path) -> dict[str, str]:
+    """The text of each agent file in ``.anvil/agents`` whose agent is not read-only, by file name."""
+    found: dict[str, str] = {}
+    directory = root / ".anvil" / "agents"
+    for path in sorted(directory.glob("*.md")) if directory.is_dir() else []:
+        try:
+            if not parse_agent_file(path).read_only:
+                found[path.name] = path.read_text(encoding="utf-8")
+        except (ValueError, OSError):  # skipped with a warning when the agents are loaded
+            continue
+    return found
+
+
+def project_files_trusted(settings: Settings, root: Path, check: ProjectTrust | None = None) -> bool:
+    """Whether what anvil reads from ``.anvil/`` after start-up (saved allow rules, agent files) may apply:
+    the person trusted the folder and its risky content is still what they trusted."""
+    decision = settings.project_trust
+    if not decision.trusted or decision.digest is None:
+        return decision.trusted
+    check = check or project_trust(root)
+    return not check.items or check.digest == decision.digest
+
+
+def keep_trusted_after_saving(settings: Settings, root: Path) -> None:
+    """The person saved an "always allow" rule to this project's permissions.toml: the folder stays trusted
+    with it. Call only when the folder was trusted just before the rule was saved."""
+    decision = settings.project_trust
+    if decision.digest is None:  # --trust: whatever is there applies already
+        return
+    check = project_trust(root)
+    decision.digest = check.digest
+    with contextlib.suppress(OSError):  # not remembered: the next start asks again, which is safe
+        trust_store().remember(root, check.digest)
+
+
+def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[str], list[str]]]:
+    """(allow, deny) patterns per scope for the approval policy: the scope's ``[permissions]`` table, then
+    the rules saved to its ``permissions.toml``. Every rule is checked here, so a bad one is reported with
+    the file it is in."""
+    config_files: dict[RuleScope, Path] = {"user": user_config_path(), "project": project_config_path(root)}
+    saved = permission_files(root)
+    result: dict[Scope, tuple[list[str], list[str]]] = {}
+    scopes: tuple[RuleScope, ...] = ("user", "project")
+    for scope in scopes:
+        allow: list[str] = []
+        deny: list[str] = []
+        saved_rules = _read_rules_file(saved[scope])
+        if scope == "project" and saved_rules.allow and not project_files_trusted(settings, root):
+            saved_rules = Permissions(deny=saved_rules.deny)  # a deny rule only restricts: it always applies
+        for path, table in ((config_files[scope], getattr(settings.permissions, scope)), (saved[scope], saved_rules)):
+            _check_rules(path, table, scope)
+            allow += table.allow
+            deny += table.deny
+        result[scope] = (allow, deny)
+    return result
+
+
+def _read_rules_file(path: Path) -> Permissions:
+    """A ``permissions.toml``: its ``allow`` and ``deny`` lists (other keys are left alone)."""
+    data = read_toml(path)
+    table: dict[str, Any] = {key: data[key] for key in ("allow", "deny") if key in data}
+    try:
+        return Permissions.model_validate(table)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][0])
+        raise ConfigError(f"{path}: '{key}' should be a list of strings, e.g. [\"git status\", \"pytest*\"], "
+                          f"not {table.get(key)!r}.") from None
+
+
+def _check_rules(path: Path, table: Permissions, scope: RuleScope) -> None:
+    lists: tuple[tuple[Literal["allow", "deny"], list[str]], ...] = (("allow", table.allow), ("deny", table.deny))
+    for effect, patterns in lists:
+        for pattern in patterns:
+            try:
+                parse_rule(pattern, effect, scope)
+            except RuleError as exc:
+                raise ConfigError(f"{path}: {exc}.") from None

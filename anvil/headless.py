@@ -16,121 +16,167 @@ import contextlib
 import json
 import signal
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from anvil.core.events import (
-    ApprovalDecision,
+    HEADLESS_DENIAL,
     ApprovalRequested,
     AssistantMessage,
     ErrorEvent,
+    Event,
     Notice,
     PlanProposed,
     Retrying,
     TurnEnded,
 )
-from anvil.core.model.litellm_model import ModelError
+from anvil.core.model.errors import ModelError
+from anvil.facade import SessionFacade
+from anvil.frontend.lines import describe
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}
+#: the events told on stderr, per output format (stream-json has them all on stdout already)
+STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
+    "text": (ErrorEvent, Notice, Retrying), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
+PLAN_ONLY = ("plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it out, or "
+             "without --mode plan.")
 
-HEADLESS_DENIAL = (
-    "Not run: this needs the person's approval, and anvil is running headless (-p) with nobody to ask. "
-    "Do without it, or tell the person to rerun with --auto-approve or to allow it with a rule in "
-    ".anvil/config.toml ([permissions] allow = [...])."
-)
+
+@dataclass
+class _Run:
+    """What a turn left for the output: the last answer, a proposed plan, how it ended."""
+
+    answer: str = ""
+    plan: str | None = None  # plan mode: the plan the model proposed is the result
+    ended: TurnEnded | None = None
+
+
+class _Output:
+    """stdout gets the answer, one result or every event; stderr gets what the person should know."""
+
+    def __init__(self, output_format: str, out: TextIO, err: TextIO) -> None:
+        self.format, self.out, self.err = output_format, out, err
+
+    def started(self, session: SessionFacade) -> None:
+        """stream-json's first event: what the session is (its id, the model, the mode, the sandbox)."""
+        if self.format == "stream-json":
+            self._json({"type": "session_started", "session_id": session.id, "model": session.settings.model,
+                        "mode": session.mode, "cwd": str(session.root), "sandbox": session.sandbox.to_dict()})
+
+    def notice(self, message: str) -> None:
+        if self.format == "stream-json":
+            self._json(Notice(message).to_dict())
+        self.complain(message)
+
+    def complain(self, message: str) -> None:
+        print(f"anvil: {message}", file=self.err)
+
+    def event(self, event: Event) -> None:
+        if self.format == "stream-json":
+            self._json(event.to_dict())
+            self.out.flush()
+        line = describe(event) if isinstance(event, STDERR_EVENTS[self.format]) else None
+        if line is not None:
+            self.complain(line.text)
+
+    def finish(self, run: _Run, session: SessionFacade) -> int:
+        ended = run.ended
+        assert ended is not None, "a turn always ends with turn_ended"
+        if ended.reason in {"max_iterations", "stuck"}:
+            self.complain(ended.message)
+        if run.plan is not None and ended.reason == "done":
+            self.complain(PLAN_ONLY)
+        text = run.plan if run.plan is not None else run.answer
+        if self.format == "text" and text:
+            self.out.write(text.rstrip("\n") + "\n")
+        elif self.format == "json":
+            self._json(_result(session, text, ended, run.plan))
+        self.out.flush()
+        return EXIT_CODES.get(ended.reason, EXIT_ERROR)
+
+    def _json(self, data: dict[str, Any]) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out = out or sys.stdout
-    err = err or sys.stderr
-    agent = runtime.agent
-    runtime.notify = lambda message: _emit_notice(message, output_format, out, err)
-    for warning in runtime.warnings:
-        _emit_notice(warning, output_format, out, err)
-    for notice in await runtime.start(wait_for_mcp=30.0):  # MCP tools must be there before the first turn
-        _emit_notice(notice, output_format, out, err)
-    preflight = getattr(agent.model, "preflight", None)
-    if preflight is not None:
-        problem = await asyncio.to_thread(preflight)
-        if problem:
-            print(f"anvil: {problem}", file=err)
-            return EXIT_ERROR
+    session = SessionFacade(runtime)
+    output = _Output(output_format, out or sys.stdout, err or sys.stderr)
+    output.started(session)
+    session.on_notice(output.notice)
+    for warning in session.warnings:
+        output.notice(warning)
+    for notice in await session.start(wait_for_mcp=30.0):  # MCP tools must be there before the first turn
+        output.notice(notice)
+    problem = await session.preflight()
+    if problem:
+        output.complain(problem)
+        await session.close()
+        return EXIT_ERROR
+    try:
+        with _interrupt_on_sigint(session):
+            run = await _turn(session, prompt, output)
+    finally:
+        await session.close()
+    return output.finish(run, session)
+
+
+async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
+    run = _Run()
+    async for event in session.submit(prompt):
+        if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
+            event.answer(HEADLESS_DENIAL)
+        output.event(event)
+        match event:
+            case PlanProposed(future=None, plan=plan):
+                run.plan = plan
+            case AssistantMessage(text=text):
+                run.answer = text
+            case TurnEnded():
+                run.ended = event
+    return run
+
+
+@contextlib.contextmanager
+def _interrupt_on_sigint(session: SessionFacade) -> Iterator[None]:
+    """Ctrl+C interrupts the turn (exit 130 once it has ended); a second one quits at once."""
     loop = asyncio.get_running_loop()
-    interrupts = 0
+    presses = 0
 
     def on_sigint() -> None:
-        nonlocal interrupts
-        interrupts += 1
-        agent.interrupt()
-        if interrupts > 1:  # a second Ctrl+C: the person really wants out
+        nonlocal presses
+        presses += 1
+        session.interrupt()
+        if presses > 1:  # the person really wants out
             raise SystemExit(EXIT_INTERRUPTED)
 
     with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-    final_text = ""
-    plan: str | None = None  # plan mode: the plan the model proposed is the result
-    ended: TurnEnded | None = None
     try:
-        async for event in agent.run_turn(prompt):
-            if isinstance(event, ApprovalRequested):
-                event.answer(ApprovalDecision(False, HEADLESS_DENIAL, by="headless"))
-            if output_format == "stream-json":
-                out.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-                out.flush()
-            if isinstance(event, PlanProposed) and event.future is None:
-                plan = event.plan
-            if isinstance(event, AssistantMessage):
-                final_text = event.text
-            elif isinstance(event, ErrorEvent) or (isinstance(event, Notice) and output_format == "text"):
-                print(f"anvil: {event.message}", file=err)
-            elif isinstance(event, Retrying) and output_format != "stream-json":
-                print(f"anvil: {event.message}; retrying in {event.delay:.1f}s "
-                      f"(attempt {event.attempt + 1} of {event.max_attempts})", file=err)
-            elif isinstance(event, TurnEnded):
-                ended = event
+        yield
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        await runtime.close()
-    assert ended is not None
-    code = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}.get(ended.reason, EXIT_ERROR)
-    if ended.reason in {"max_iterations", "stuck"}:
-        print(f"anvil: {ended.message}", file=err)
-    if plan is not None and ended.reason == "done":
-        print("anvil: plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it "
-              "out, or without --mode plan.", file=err)
-    if output_format == "text":
-        text = plan if plan is not None else final_text
-        if text:
-            out.write(text.rstrip("\n") + "\n")
-    elif output_format == "json":
-        result = _result(runtime, plan if plan is not None else final_text, ended)
-        if plan is not None:
-            result.update(plan=plan, stop_reason="plan")
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
-    out.flush()
-    return code
 
 
-def _result(runtime: Runtime, text: str, ended: TurnEnded) -> dict[str, Any]:
-    totals = runtime.agent.totals
-    return {
+def _result(session: SessionFacade, text: str, ended: TurnEnded, plan: str | None) -> dict[str, Any]:
+    usage = session.usage()
+    result: dict[str, Any] = {
         "type": "result",
         "result": text,
-        "session_id": runtime.session.id,
+        "session_id": session.id,
         "turns": ended.iterations,
         "stop_reason": ended.reason,
         "is_error": ended.reason not in {"done"},
-        "usage": {"prompt_tokens": totals["prompt_tokens"], "completion_tokens": totals["completion_tokens"]},
-        "cost": round(float(totals["cost"]), 6),
+        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
+        "cost": round(usage.cost, 6),
     }
-
-
-def _emit_notice(message: str, output_format: str, out: TextIO, err: TextIO) -> None:
-    if output_format == "stream-json":
-        out.write(json.dumps(Notice(message).to_dict()) + "\n")
-    print(f"anvil: {message}", file=err)
+    if plan is not None:
+        result.update(plan=plan, stop_reason="plan")
+    return result
 
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]

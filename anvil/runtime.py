@@ -13,25 +13,40 @@ from pathlib import Path
 from typing import Any
 
 from anvil import __version__
-from anvil.config import Settings, data_dir, user_config_dir
+from anvil.config import (
+    Settings,
+    data_dir,
+    keep_trusted_after_saving,
+    permission_files,
+    permission_rules,
+    project_files_trusted,
+    project_trust,
+    user_config_dir,
+)
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
 from anvil.core.loop.agent import Agent
 from anvil.core.mcp.client import McpManager
-from anvil.core.model.litellm_model import LiteLLMModel, Model, RetryPolicy
+from anvil.core.model.errors import RetryPolicy
+from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.protocol import Model
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.prompts import build_system_prompt
+from anvil.core.sandbox.places import Places, SandboxSettings
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import FileCheckpointStore
 from anvil.core.session.store import Session, SessionState, SessionStore, repair_history
 from anvil.core.session.undo import UndoManager
-from anvil.core.subagents.agent_types import load_agent_types
+from anvil.core.subagents.agent_types import AgentType, load_agent_types
 from anvil.core.subagents.task_tool import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
 from anvil.core.tools.edit.styles import offer_edit_tools
+from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
+from anvil.trust import ignored_notice
 
 
 @dataclass
@@ -51,12 +66,14 @@ class Runtime:
     _closed: bool = False
 
     async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
-        """After the first paint: session_start hooks, MCP servers. Returns notices for the person.
+        """After the first paint: leftovers of a killed run, session_start hooks, MCP servers. Returns notices for
+        the person.
 
         ``wait_for_mcp`` (seconds) waits for the servers to be ready or failed, for headless runs that need
         their tools before the first turn; interactive front ends let them come up in the background.
         """
-        notices: list[str] = []
+        # Partial files a killed anvil left in this project (its temporary files for atomic writes).
+        notices: list[str] = await asyncio.to_thread(clean_leftovers, self.agent.ctx.data_dir, self.root)
         if self.hooks is not None:
             started = await self.hooks.session_start("resume" if self.resumed else "startup")
             notices += started.notices
@@ -74,8 +91,7 @@ class Runtime:
         found wrong (a missing key, an unknown name), which the switch does not prevent."""
         settings = self.settings.model_copy(update={"model": name})
         model = await asyncio.to_thread(build_model, settings)  # building a litellm model may import it
-        check = getattr(model, "preflight", None)
-        problem = await asyncio.to_thread(check) if check is not None else None
+        problem = await asyncio.to_thread(model.preflight)
         self.settings = settings
         offer_edit_tools(self.agent.tools, settings.edit_tools, name)
         # The agent's own switch keeps the meter compaction measures against and gives it the new window and
@@ -111,8 +127,23 @@ def build_model(settings: Settings) -> Model:
 
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
+    limits = settings.commands
     return ToolSettings(allowed_dirs=allowed, lint=dict(settings.lint), test_command=settings.test_command,
-                        output_budget=settings.output_budget)
+                        output_budget=settings.output_budget, config_dirs=[user_config_dir()],
+                        log_cap=int(limits.log_max_mb * 1024 * 1024),
+                        logs_total_cap=int(limits.logs_total_mb * 1024 * 1024),
+                        background_timeout=limits.background_timeout)
+
+
+def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], session_id: str) -> Sandbox:
+    """The OS sandbox for the session's commands, from ``[sandbox]``."""
+    config = settings.sandbox
+    hosts = tuple(config.network) if isinstance(config.network, list) else ()
+    sandbox_settings = SandboxSettings(
+        mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
+    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
+    return Sandbox(sandbox_settings, places, session_id=session_id)
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,
@@ -136,8 +167,13 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         session = store.create(settings.model, __version__)
     model = model or build_model(settings)
     checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
-    ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id,
-                      settings=tool_settings(settings, root), checkpoints=checkpoints)
+    tools_settings = tool_settings(settings, root)
+    sandbox = build_sandbox(settings, root, tools_settings.allowed_dirs, session.id)
+    if notice := sandbox.status.notice():
+        warnings.append(notice)
+    ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,
+                      checkpoints=checkpoints, sandbox=sandbox)
+    ctx.cleanups.append(sandbox.close)  # first in, last out: background commands stop before its temp dir goes
     system_prompt, memory = build_system_prompt(root, user_config_dir())
     if memory.truncated:
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")
@@ -146,8 +182,12 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     offer_edit_tools(tools, settings.edit_tools, settings.model)
     for tool in web_tools(os.environ, settings.web):
         tools.add(tool)
-    policy = ApprovalPolicy.from_config(root, user_config_dir(), auto_approve=settings.auto_approve,
-                                        ask_edits=settings.ask_edits, mode=settings.mode)
+    check = project_trust(root)
+    trusted = project_files_trusted(settings, root, check)
+    if check.items and not trusted:
+        warnings.append(ignored_notice(check, trusted_at_start=settings.project_trust.trusted))
+    policy = _TrustKeepingPolicy(settings, root, rule_lists=permission_rules(settings, root),
+                                 files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
     attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
     hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
     agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,
@@ -155,8 +195,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
                   interactive=interactive)
-    agent_types, type_warnings = load_agent_types(root, settings.agents,
-                                                  dirs=[user_config_dir() / "agents", root / ".anvil" / "agents"])
+    agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
                        max_iterations=settings.subagent_max_iterations,
@@ -173,6 +212,32 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                             cost=state.total_cost)
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     return runtime
+
+
+class _TrustKeepingPolicy(ApprovalPolicy):
+    """A rule the person saves to a trusted project keeps the folder trusted: anvil wrote it at their word."""
+
+    def __init__(self, settings: Settings, root: Path, **options: Any) -> None:
+        super().__init__(settings.auto_approve, **options)
+        self.settings, self.root = settings, root
+
+    def remember(self, tool: str, pattern: str, scope: str) -> None:
+        keep = scope == "project" and project_files_trusted(self.settings, self.root)
+        super().remember(tool, pattern, scope)
+        if keep:
+            keep_trusted_after_saving(self.settings, self.root)
+
+
+def _agent_types(settings: Settings, root: Path, trusted: bool) -> tuple[dict[str, AgentType], list[str]]:
+    """Built-in < configured < the user's agent files < the project's; from an untrusted project only the
+    agents that cannot change anything."""
+    dirs = [user_config_dir() / "agents", root / ".anvil" / "agents"]
+    types, warnings = load_agent_types(root, settings.agents, dirs=dirs if trusted else dirs[:1])
+    if not trusted:
+        project, more = load_agent_types(root, {}, dirs=dirs[1:])
+        types.update({name: agent for name, agent in project.items() if agent.source != "built-in" and agent.read_only})
+        warnings += more
+    return types, warnings
 
 
 def _any_hooks(settings: Settings) -> bool:

@@ -21,7 +21,8 @@ from typing import Any
 
 from anvil.core.context.compaction import Compactor
 from anvil.core.context.meter import ContextMeter, TokenCounter
-from anvil.core.model.litellm_model import Usage, load_litellm
+from anvil.core.model.litellm_model import load_litellm
+from anvil.core.model.protocol import Usage
 
 MODEL = "openai/gpt-4o"
 TOOLS = [{"type": "function", "function": {"name": f"tool{i}", "description": "A tool. " * 20, "parameters": {

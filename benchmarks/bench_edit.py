@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import random
 import statistics
 import tempfile
@@ -30,9 +31,10 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
 from anvil.core.tools.edit.patch_tool import ApplyPatchArgs, ApplyPatchTool
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 EDIT_BUDGET_MS = 300.0
@@ -119,7 +121,7 @@ async def bench_edit(root: Path, size: int, reps: int) -> None:
                                                new_string=typo + "  # x" * (rep + 1)), ctx)
         assert result.data is not None and result.data["steps"] == ["fuzzy"], result.output[:200]
         path.write_text(source)
-        ctx.record_read(path)
+        ctx.record_read(path, path.stat(), hashlib.sha256(path.read_bytes()).hexdigest())
 
     async def failing(rep: int) -> None:
         try:

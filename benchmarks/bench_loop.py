@@ -18,8 +18,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from anvil.core.events import ToolCall
 from anvil.core.loop.agent import Agent
-from anvil.core.model.litellm_model import Completion, StreamItem, ToolCall, Usage
+from anvil.core.model.protocol import Completion, StreamItem, Usage
 from anvil.core.session.store import SessionStore
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
 
@@ -49,6 +50,9 @@ class InstantModel:
 
     def context_window(self) -> int:
         return 200_000
+
+    def preflight(self) -> None:
+        return None
 
     async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
         self.calls += 1

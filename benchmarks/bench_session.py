@@ -132,7 +132,7 @@ def measure_resume(runs: int) -> None:
                     pane.keys("Enter")
                     history = 0.0
                     if extra:
-                        history = pane.wait_text("Resumed a session with", 120) - pane.started
+                        history = pane.wait_text("Resumed session", 120) - pane.started
                     answer = pane.wait_text(ANSWER, 120) - pane.started
                     time.sleep(0.5)  # let the answer's frame settle before reading memory
                     rss = rss_mb(pane.pid())
@@ -181,8 +181,12 @@ class LoopModel:
     def context_window(self) -> int:
         return self.window
 
+    def preflight(self) -> None:
+        return None
+
     async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
-        from anvil.core.model.litellm_model import Completion, ToolCall, Usage
+        from anvil.core.events import ToolCall
+        from anvil.core.model.protocol import Completion, Usage
 
         self.calls += 1
         chars = sum(len(str(m.get("content") or "")) + 40 for m in messages)

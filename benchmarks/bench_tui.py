@@ -92,8 +92,11 @@ class PacedModel:
     def context_window(self) -> int:
         return 200_000
 
+    def preflight(self) -> None:
+        return None
+
     async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
-        from anvil.core.model.litellm_model import Completion, Usage
+        from anvil.core.model.protocol import Completion, Usage
 
         start, sent = time.perf_counter(), 0
         while sent < len(self.text):

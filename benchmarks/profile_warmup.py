@@ -79,7 +79,9 @@ def warm_up(root: Path, flags: dict[str, Any], skip: set[str], current: list[str
     settings = step("settings", partial(warmup.load_settings, root, flags))
     runtime = step("runtime", partial(warmup.open_runtime, settings, root, resume=None, continue_latest=False,
                                       model=None))
-    for name, func in warmup.model_steps(runtime, preflight=True):
+    from anvil.facade import SessionFacade
+
+    for name, func in warmup.model_steps(SessionFacade(runtime), preflight=True):
         problem = step(name, func)
         if isinstance(problem, str):
             out["problem"] = problem

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import os
 import signal
@@ -10,6 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+from anvil.config import Settings
+from anvil.core.events import HEADLESS_DENIAL
+from anvil.core.model.scripted import ScriptedModel
+from anvil.headless import run_headless
+from anvil.runtime import open_runtime
 from tests.conftest import anvil_command
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -54,7 +61,10 @@ def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOp
     result = run_anvil(project, server, "-p", "go", "--output-format", "stream-json")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[0] == "turn_started" and types[-1] == "turn_ended"
+    assert types[:2] == ["session_started", "turn_started"] and types[-1] == "turn_ended"
+    started = events[0]
+    assert started["session_id"] == events[1]["session_id"] and started["model"] == "openai/scripted"
+    assert started["sandbox"]["mode"] == "auto" and started["sandbox"]["network"] is False
     for expected in ("text_delta", "assistant_message", "usage", "context_usage", "tool_call_started",
                      "tool_result"):
         assert expected in types
@@ -173,3 +183,20 @@ def test_unknown_model_is_one_clear_message(project: Path) -> None:
     result = run_anvil(project, None, "-p", "hi", "--model", "no-such-model-xyz")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "doesn't know which provider serves 'no-such-model-xyz'" in result.stderr
+
+
+def test_a_call_that_needs_approval_is_denied_with_the_one_headless_text(project: Path) -> None:
+    model = ScriptedModel([{"tool_calls": [{"name": "run_command", "arguments": {"command": "touch x"}}]},
+                           {"text": "I could not run it."}])
+    runtime = open_runtime(Settings(model="scripted"), project, model=model, interactive=False)
+    out, err = io.StringIO(), io.StringIO()
+    code = asyncio.run(run_headless(runtime, "make x", "stream-json", out, err))
+    assert code == 0 and not (project / "x").exists()
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    answered = next(e for e in events if e["type"] == "approval_answered")
+    assert answered["by"] == "headless" and answered["message"] == HEADLESS_DENIAL.message
+    requested = next(e for e in events if e["type"] == "approval_requested")
+    assert requested["cwd"] == str(project.resolve()) and requested["rule_files"]["project"].endswith(
+        ".anvil/permissions.toml")
+    tool_result = next(m for m in model.calls[1] if m["role"] == "tool")["content"]
+    assert HEADLESS_DENIAL.message in tool_result

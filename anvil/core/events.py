@@ -63,9 +63,12 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True)
-class ToolCallInfo:
+class ToolCall:
+    """One tool call of a model reply: the model assembles it, the loop runs it, events carry it."""
+
     id: str
     name: str
+    #: the raw JSON text the model sent, parsed and validated only when the call runs
     arguments: str
 
 
@@ -73,7 +76,7 @@ class ToolCallInfo:
 class AssistantMessage(Event):
     type: ClassVar[str] = "assistant_message"
     text: str
-    tool_calls: tuple[ToolCallInfo, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class ToolCallStarted(Event):
     # One word for what the model is doing: exploring, planning, creating, editing, testing, fixing,
     # verifying; None when the call says nothing about it (an unknown command).
     stage: str | None = None
+    # What the tool does (Tool.kind: read, edit, execute, search, fetch, think, ...), for showing calls by kind.
+    kind: str = "other"
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,13 @@ class ApprovalDecision:
     by: str = "user"
 
 
+#: The answer to an approval request nobody can give: ``anvil -p``, and a sub-agent's request in such a run.
+HEADLESS_DENIAL = ApprovalDecision(False, (
+    "Not run: this needs the person's approval, and nobody can answer here (a headless, non-interactive run). "
+    "Do without it, or say what you would have run and why; the person can allow it by rerunning with "
+    "--auto-approve or with an allow rule ([permissions] allow = [...] in .anvil/config.toml)."), by="headless")
+
+
 @dataclass(frozen=True)
 class ApprovalRequested(Event):
     type: ClassVar[str] = "approval_requested"
@@ -114,6 +126,12 @@ class ApprovalRequested(Event):
     reasons: tuple[str, ...] = ()
     suggested_pattern: str | None = None
     diff: str | None = None
+    #: for a command-running tool: the shell command it would run, as the policy evaluated it
+    command: str | None = None
+    #: for a command: the directory the policy evaluated it in, where it would run (the shell's, after a cd)
+    cwd: str | None = None
+    #: where "always allow" saves the rule, by scope ("project", "user"); session rules stay in memory
+    rule_files: dict[str, str] = field(default_factory=dict)
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )
@@ -150,6 +168,8 @@ class ToolResultEvent(Event):
     output: str
     diff: str | None = None
     duration: float = 0.0
+    #: what the tool does (its declared kind: read, edit, execute, search, fetch, think, …)
+    kind: str = "other"
 
 
 @dataclass(frozen=True)

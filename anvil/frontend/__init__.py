@@ -1,3 +1,3 @@
-"""What every front end shares: slash commands, event one-liners, prompt preparation (@mentions, MCP
-resources) and exports. Renders nothing itself; imports no UI library.
+"""What every front end shares: the slash commands and the effects they return, event one-liners, prompt
+preparation (@mentions, MCP resources) and exports. Renders nothing itself; imports no UI library.
 """

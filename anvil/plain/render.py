@@ -13,19 +13,9 @@ from typing import Any
 from prompt_toolkit.formatted_text import FormattedText, PygmentsTokens, StyleAndTextTuples
 from prompt_toolkit.styles import Style
 
-from anvil.core.events import (
-    ApprovalAnswered,
-    ApprovalRequested,
-    CompactionFinished,
-    CompactionStarted,
-    ErrorEvent,
-    Notice,
-    Retrying,
-    TodoItem,
-    ToolCallStarted,
-    ToolResultEvent,
-    TurnEnded,
-)
+from anvil.core.events import ApprovalRequested, Event, TodoItem, ToolCallStarted, ToolResultEvent
+from anvil.frontend.commands import todo_text
+from anvil.frontend.lines import ScopeChoice, cwd_text, describe, short
 
 STYLE = Style.from_dict({
     "tool": "bold ansicyan", "args": "", "ok": "ansigreen", "fail": "ansired bold", "dim": "ansibrightblack",
@@ -37,17 +27,13 @@ STYLE = Style.from_dict({
 MAIN_ARGS = ("command", "path", "pattern", "query", "url", "id", "question", "plan")
 PREVIEW_LINES = 2
 MAX_DIFF_LINES = 80
-TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
-
-
-def short(text: str, width: int = 100) -> str:
-    """One line of at most ``width`` characters: newlines become ⏎ so a multi-line command stays one entry."""
-    flat = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+#: the style and glyph of each kind of one-line entry (anvil.frontend.lines)
+LINE_STYLES = {"error": ("class:error", "✗"), "retry": ("class:notice", "↻"), "compaction": ("class:notice", "⟳"),
+               "notice": ("class:notice", "ℹ"), "interrupted": ("class:notice", "⏹")}
 
 
 def args_summary(name: str, args: dict[str, Any], width: int = 90) -> str:
-    if name == "todo_write" and isinstance(args.get("todos"), list):
+    if isinstance(args.get("todos"), list):  # a todo list: its size; /todos shows the items
         return f"{len(args['todos'])} items"
     for key in MAIN_ARGS:
         if isinstance(args.get(key), (str, int)):
@@ -79,7 +65,7 @@ def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = Tr
     first = [line for line in event.output.strip().splitlines()
              if line.strip() and line.strip() != "(no output)" and not line.startswith("[exit ")]
     # The output is for the model; the person gets a glimpse only when it says something the summary does not.
-    worth = not event.ok or event.name in {"run_command", "run_tests"}
+    worth = not event.ok or event.kind == "execute"
     if preview and worth and first and first[0].strip() != summary:
         for line in first[:PREVIEW_LINES]:
             out.append(("class:dim", f"    {short(line, 110)}\n"))
@@ -105,15 +91,17 @@ def bash_text(command: str) -> StyleAndTextTuples:
     return list(PygmentsTokens(list(BashLexer().get_tokens(command.rstrip("\n") + "\n"))).__pt_formatted_text__())
 
 
-def approval_text(event: ApprovalRequested, cwd: str) -> StyleAndTextTuples:
+def approval_text(event: ApprovalRequested) -> StyleAndTextTuples:
     """The request in full: what would run, where, why anvil asks, and the keys that answer it."""
-    command = event.args.get("command")
+    command = event.command
     # The title of a command call repeats the command; a sub-agent's title says whose call it is, so it stays.
     title = "" if isinstance(command, str) and command.strip() in event.title else event.title
     out: StyleAndTextTuples = [("class:title", f"\n⚠ Approve {event.tool}? "), ("class:dim", title + "\n")]
     if isinstance(command, str):
         out += [("", "  $ "), *bash_text(command)]
-        out.append(("class:dim", f"  in {cwd}\n"))
+        where = cwd_text(event)
+        if where:
+            out.append(("class:dim", f"  {where}\n"))
     elif event.args:
         out.append(("", "  " + short(json.dumps(event.args, ensure_ascii=False), 200) + "\n"))
     if event.detail:
@@ -130,19 +118,22 @@ def approval_keys() -> StyleAndTextTuples:
             ("", " deny  "), ("class:key", "d"), ("", " deny with a message  "), ("class:dim", "(Ctrl+C interrupts) ")]
 
 
-def scope_text(pattern: str) -> StyleAndTextTuples:
-    return [("", "\n  Always allow "), ("class:pattern", pattern), ("", " for: "), ("class:key", "s"),
-            ("", " this session  "), ("class:key", "p"), ("", " this project  "), ("class:key", "e"),
-            ("", " everywhere (your user config)  "), ("class:key", "Esc"), ("", " back ")]
+def scope_text(pattern: str, choices: list[ScopeChoice]) -> StyleAndTextTuples:
+    """The "always allow" step: the rule, and each scope with the file it is saved to."""
+    out: StyleAndTextTuples = [("", "\n  Always allow "), ("class:pattern", pattern),
+                               ("", " from now on? Keep it for:\n")]
+    for choice in choices:
+        out += [("class:key", f"    {choice.key}"), ("", f" {choice.text}\n")]
+    return [*out, ("class:key", "    Esc"), ("", " back ")]
 
 
-def answered_text(event: ApprovalAnswered) -> StyleAndTextTuples | None:
-    """Decisions taken without the person (a rule, auto mode, the hard-deny list), so they stay visible."""
-    if event.by in {"user", "interrupt"}:
+def line_text(event: Event) -> StyleAndTextTuples | None:
+    """The one-line entry for errors, retries, compactions, notices and the end of a turn (None: nothing)."""
+    line = describe(event)
+    if line is None:
         return None
-    verb = "allowed" if event.allow else "refused"
-    extra = f": {short(event.message, 100)}" if event.message and not event.allow else ""
-    return [("class:ok" if event.allow else "class:error", f"  {verb} by {event.by}{extra}\n")]
+    style, glyph = LINE_STYLES[line.kind]
+    return [(style, f"{glyph} {line.text}\n")]
 
 
 def todos_text(todos: tuple[TodoItem, ...] | list[TodoItem]) -> StyleAndTextTuples:
@@ -151,38 +142,12 @@ def todos_text(todos: tuple[TodoItem, ...] | list[TodoItem]) -> StyleAndTextTupl
     out: StyleAndTextTuples = []
     for item in todos:
         style = {"completed": "class:dim", "in_progress": "class:title", "cancelled": "class:dim"}.get(item.status, "")
-        text = item.active_form if item.status == "in_progress" and item.active_form else item.content
-        out.append((style, f"  {TODO_MARKS.get(item.status, '?')} {text}\n"))
+        out.append((style, f"  {todo_text(item)}\n"))
     return out
 
 
 def tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if 1000 <= n < 100_000 else f"{n // 1000}k" if n >= 100_000 else str(n)
-
-
-def status_line(event: Any) -> StyleAndTextTuples | None:
-    """The one-line entry for errors, retries, compactions, notices and the end of a turn (None: nothing)."""
-    if isinstance(event, ErrorEvent):
-        hint = " (a passing problem; try again)" if event.retryable else ""
-        return [("class:error", f"✗ {event.message}{hint}\n")]
-    if isinstance(event, Retrying):
-        return [("class:notice", f"↻ {event.message}; retrying in {event.delay:.1f}s "
-                                 f"(attempt {event.attempt + 1} of {event.max_attempts})\n")]
-    if isinstance(event, CompactionStarted):
-        return [("class:notice", f"⟳ Compacting the context ({tokens(event.tokens_before)} tokens, {event.reason})…\n")]
-    if isinstance(event, CompactionFinished):
-        if not event.ok:
-            return [("class:error", f"⟳ Compaction failed: {event.message}\n")]
-        return [("class:notice", f"⟳ Compacted {tokens(event.tokens_before)} → {tokens(event.tokens_after)} tokens. "
-                                 f"{event.message}\n")]
-    if isinstance(event, Notice):
-        return [("class:notice", f"ℹ {event.message}\n")]
-    if isinstance(event, TurnEnded):
-        if event.reason == "interrupted":
-            return [("class:notice", "⏹ Interrupted.\n")]
-        if event.reason in {"max_iterations", "stuck"}:
-            return [("class:error", f"⏹ {event.message}\n")]
-    return None
 
 
 def gauge(fraction: float, width: int = 10) -> StyleAndTextTuples:
@@ -192,8 +157,9 @@ def gauge(fraction: float, width: int = 10) -> StyleAndTextTuples:
 
 
 def toolbar(*, used: int | None, window: int | None, cost: float, model: str, mode: str,
-            hint: str = "") -> FormattedText:
-    """The bottom toolbar: context gauge, cost, model and approval mode (or a passing hint)."""
+            hint: str = "", sandbox: str = "") -> FormattedText:
+    """The bottom toolbar: context gauge, cost, model, approval mode, whether commands are sandboxed (or a
+    passing hint)."""
     out: StyleAndTextTuples = [("", " ctx ")]
     if used is not None and window:
         fraction = used / window
@@ -201,5 +167,7 @@ def toolbar(*, used: int | None, window: int | None, cost: float, model: str, mo
     else:
         out.append(("class:dim", "–"))
     out += [("", f" · ${cost:.4f} · {model} · mode: "), ("class:key", mode)]
+    if sandbox:
+        out.append(("" if sandbox == "sandboxed" else "class:notice", f" · {sandbox}"))
     out.append(("class:dim", f" · {hint}" if hint else " · Shift+Tab mode · /help"))
     return FormattedText(out)

@@ -31,6 +31,8 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.shortcuts import print_formatted_text
 
+from anvil import __version__
+from anvil.config import data_dir
 from anvil.core.events import (
     ApprovalAnswered,
     ApprovalRequested,
@@ -45,30 +47,27 @@ from anvil.core.events import (
     ToolResultEvent,
     UsageReport,
 )
-from anvil.frontend.mentions import expand_mentions
+from anvil.core.subagents.task_tool import SubagentEvent
+from anvil.facade import SessionFacade
+from anvil.frontend.commands import COMMANDS
+from anvil.frontend.lines import answered_text
+from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
+from anvil.plain.commands import run_slash, show_session
 from anvil.plain.input import KeyReader, PlainCompleter
-from anvil.plain.render import (
-    STYLE,
-    answered_text,
-    diff_text,
-    status_line,
-    todos_text,
-    tool_finished,
-    tool_started,
-    toolbar,
-)
+from anvil.plain.render import STYLE, diff_text, line_text, todos_text, tool_finished, tool_started, toolbar
+from anvil.plain.requests import approve, ask_question, review_plan
 from anvil.runtime import Runtime
 
 
 class PlainRepl:
     def __init__(self, runtime: Runtime, *, input: Input | None = None, output: Output | None = None) -> None:
-        self.runtime = runtime
+        self.session = SessionFacade(runtime)
         self.input = input or create_input()
         self.output = output or create_output()
         self.keys = KeyReader(self.input, self.interrupt, self._cycle_mode_while_busy)
         self.used: int | None = None
         self.window: int | None = None
-        self.cost = float(runtime.agent.totals.get("cost", 0.0))
+        self.cost = self.session.usage().cost
         self.hint = ""
         self.busy = False
         self.exit_requested = False
@@ -76,18 +75,21 @@ class PlainRepl:
         self._open_call: str | None = None  # a tool call whose line waits for its ✓ / ✗
         self._streamed = False
         self._todos: TodosChanged | None = None  # a new todo list, shown once the running call's line is done
-        from anvil.config import data_dir
-        from anvil.plain.commands import command_list
-
         history = data_dir() / "plain_history"
         with contextlib.suppress(OSError):  # a read-only home must not stop the REPL; history is then lost
             history.parent.mkdir(parents=True, exist_ok=True)
+        completer = PlainCompleter(runtime.root, COMMANDS.completions)
         self.prompt = PromptSession[str](
-            history=FileHistory(str(history)), completer=ThreadedCompleter(PlainCompleter(runtime.root, command_list)),
-            complete_while_typing=True, key_bindings=self._bindings(), bottom_toolbar=self._toolbar, style=STYLE,
-            input=self.input, output=self.output, reserve_space_for_menu=4)
+            history=FileHistory(str(history)), completer=ThreadedCompleter(completer), complete_while_typing=True,
+            key_bindings=self._bindings(), bottom_toolbar=self._toolbar, style=STYLE, input=self.input,
+            output=self.output, reserve_space_for_menu=4)
         self.prompt.default_buffer.on_text_changed += lambda _buffer: setattr(self, "hint", "")
         self._waited: dict[str, float] = {}  # seconds each call waited for the person, left out of its time
+
+    @property
+    def runtime(self) -> Runtime:
+        """The session's runtime (tests look inside it; the REPL itself goes through the facade)."""
+        return self.session.runtime
 
     # -- printing --------------------------------------------------------------------------------------
 
@@ -111,9 +113,8 @@ class PlainRepl:
         self.write([(style, text.rstrip("\n") + "\n")])
 
     def _toolbar(self) -> FormattedText:
-        agent = self.runtime.agent
-        return toolbar(used=self.used, window=self.window, cost=self.cost, model=self.runtime.settings.model,
-                       mode=agent.policy.mode, hint=self.hint)
+        return toolbar(used=self.used, window=self.window, cost=self.cost, model=self.session.settings.model,
+                       mode=self.session.mode, hint=self.hint, sandbox=self.session.sandbox.label)
 
     # -- the prompt ------------------------------------------------------------------------------------
 
@@ -122,7 +123,7 @@ class PlainRepl:
 
         @kb.add("s-tab")
         def _cycle_mode(event: KeyPressEvent) -> None:
-            self.hint = f"approval mode: {self.runtime.agent.policy.next_mode()}"
+            self.hint = f"approval mode: {self.session.next_mode()}"
             event.app.invalidate()
 
         @kb.add("c-c")
@@ -141,17 +142,12 @@ class PlainRepl:
         return kb
 
     async def run(self) -> int:
-        from anvil import __version__
-        from anvil.plain.commands import run_slash, show_resumed
-
-        self.install(self.runtime)
+        self.session.answer_requests_with(self.answer_request)
         self.write([("class:title", f"anvil {__version__}"),
-                    ("class:dim", f" · {self.runtime.settings.model} · session {self.runtime.session.id} · "
+                    ("class:dim", f" · {self.session.settings.model} · session {self.session.id} · "
                                   "/help for commands, Ctrl+D to exit\n")])
-        for warning in self.runtime.warnings:
-            self.say(f"ℹ {warning}")
-        show_resumed(self)
-        await self.start_runtime(self.runtime)
+        show_session(self)
+        await self.start_session()
         preflight = asyncio.create_task(self._preflight())
         try:
             while not self.exit_requested:
@@ -165,49 +161,43 @@ class PlainRepl:
                 line = text.strip()
                 if not line:
                     continue
-                if line.startswith("/") and not line.startswith("//"):
+                if is_command(line):
                     await run_slash(self, line)
                 else:
-                    await self.send(line[1:] if line.startswith("//") else line)
+                    await self.send(line)
         finally:
             preflight.cancel()
-            await self.runtime.close()
+            await self.session.close()
         return 0
 
-    async def start_runtime(self, runtime: Runtime) -> None:
+    async def start_session(self) -> None:
         """Session hooks and MCP servers; what fails in the background is told here as it happens."""
-        runtime.notify = lambda message: self.say(f"ℹ {message}")
-        for notice in await runtime.start():
+        self.session.on_notice(lambda message: self.say(f"ℹ {message}"))
+        for notice in await self.session.start():
             self.say(f"ℹ {notice}")
 
+    async def adopt(self, session: SessionFacade) -> None:
+        """Go on with another session (/clear, /resume): the old one is closed already."""
+        self.session = session
+        session.answer_requests_with(self.answer_request)
+        await self.start_session()
+        self.used = self.window = None
+        self.cost = session.usage().cost
+        show_session(self)
+
     async def _preflight(self) -> None:
-        check = getattr(self.runtime.agent.model, "preflight", None)
-        if check is None:
-            return
         with contextlib.suppress(Exception):  # a check that fails is no reason to stop the REPL
-            problem = await asyncio.to_thread(check)
+            problem = await self.session.preflight()
             if problem:
                 self.say(f"✗ {problem} (/model NAME switches the model)", "class:error")
 
-    def install(self, runtime: Runtime) -> None:
-        """Let tools reach the person (ask_user, exit_plan_mode) through this REPL."""
-        if runtime.agent.ctx.ask is None:
-            runtime.agent.ctx.ask = self.answer_request
-
     # -- turns -----------------------------------------------------------------------------------------
 
-    async def send(self, text: str) -> None:
-        expanded = expand_mentions(text, self.runtime.root)
-        if expanded.attached:
-            self.say(f"  attached: {', '.join(expanded.attached)}", "class:dim")
-        problems = list(expanded.problems)
-        text = expanded.text
-        if self.runtime.mcp is not None:  # @server:uri attaches an MCP resource
-            text, more = await self.runtime.mcp.attach_resources(text)
-            problems += more
-        for problem in problems:
-            self.say(f"ℹ {problem}")
-        await self.run_events(self.runtime.agent.run_turn(text))
+    async def send(self, typed: str) -> None:
+        prompt = prepare_prompt(typed, self.session.root)
+        if prompt.attached:
+            self.say(f"  attached: {', '.join(prompt.attached)}", "class:dim")
+        await self.run_events(prompt_turn(self.session, prompt))
 
     async def run_events(self, events: AsyncIterator[Event]) -> None:
         """Consume a turn's (or a compaction's) events in a task; keys are read raw until it ends."""
@@ -234,56 +224,61 @@ class PlainRepl:
 
     def interrupt(self) -> None:
         if self.busy:
-            self.runtime.agent.interrupt()
+            self.session.interrupt()
 
     def _cycle_mode_while_busy(self) -> None:
-        self.say(f"ℹ Approval mode: {self.runtime.agent.policy.next_mode()} (from the next call on).")
+        self.say(f"ℹ Approval mode: {self.session.next_mode()} (from the next call on).")
 
     async def show(self, event: Event, *, nested: bool = False) -> None:
-        if isinstance(event, TextDelta):
-            if self._open_call:
+        match event:
+            case TextDelta(text=text):
+                if self._open_call:
+                    self.end_line()
+                self._streamed = True
+                self.write(text)
+            case AssistantMessage(text=text):
+                if text and not self._streamed:
+                    self.end_line()
+                    self.write(text)
+                self._streamed = False
                 self.end_line()
-            self._streamed = True
-            self.write(event.text)
-        elif isinstance(event, AssistantMessage):
-            if event.text and not self._streamed:
+            case ToolCallStarted():
                 self.end_line()
-                self.write(event.text)
-            self._streamed = False
-            self.end_line()
-        elif isinstance(event, ToolCallStarted):
-            self.end_line()
-            self.write(([("class:dim", "  ↳ ")] if nested else []) + tool_started(event))
-            self._open_call = event.call_id
-        elif isinstance(event, ToolResultEvent):
-            same_line = self._open_call == event.call_id and not self._at_line_start
-            if not same_line:
-                self.end_line()
-            waited = self._waited.pop(event.call_id, 0.0)
-            event = dataclasses.replace(event, duration=max(0.0, event.duration - waited))
-            self.write(tool_finished(event, same_line=same_line, preview=not nested))
-            self._open_call = None
-            if event.diff and not nested:
-                self.write(diff_text(event.diff))
-            self._show_todos()
-        elif isinstance(event, (ApprovalRequested, QuestionAsked, PlanProposed)):
-            await self.answer_request(event)
-        elif isinstance(event, ApprovalAnswered):
-            self._print_entry(answered_text(event))
-        elif isinstance(event, TodosChanged):
-            self._todos = event
-            if not self._open_call:  # else after the call's ✓, so its entry stays one line
-                self._show_todos()
-        elif isinstance(event, ContextUsage):
-            self.used, self.window = event.used, event.window
-        elif isinstance(event, UsageReport):
-            self.cost = event.total_cost
-        elif event.type == "subagent_event":  # anvil.core.subagents.task_tool.SubagentEvent: its tool calls, indented
-            inner = getattr(event, "inner", None)
-            if isinstance(inner, (ToolCallStarted, ToolResultEvent)):
+                self.write(([("class:dim", "  ↳ ")] if nested else []) + tool_started(event))
+                self._open_call = event.call_id
+            case ToolResultEvent():
+                self._tool_finished(event, nested)
+            case ApprovalRequested() | QuestionAsked() | PlanProposed():
+                await self.answer_request(event)
+            case ApprovalAnswered():
+                text = answered_text(event)
+                self._print_entry([("class:ok" if event.allow else "class:error", f"  {text}\n")] if text else None)
+            case TodosChanged():
+                self._todos = event
+                if not self._open_call:  # else after the call's ✓, so its entry stays one line
+                    self._show_todos()
+            case ContextUsage(used=used, window=window):
+                self.used, self.window = used, window
+            case UsageReport(total_cost=cost):
+                self.cost = cost
+            case SubagentEvent(inner=ToolCallStarted() | ToolResultEvent() as inner):  # its tool calls, indented
                 await self.show(inner, nested=True)
-        elif not nested:
-            self._print_entry(status_line(event))
+            case SubagentEvent():
+                pass
+            case _ if not nested:
+                self._print_entry(line_text(event))
+
+    def _tool_finished(self, event: ToolResultEvent, nested: bool) -> None:
+        same_line = self._open_call == event.call_id and not self._at_line_start
+        if not same_line:
+            self.end_line()
+        waited = self._waited.pop(event.call_id, 0.0)
+        event = dataclasses.replace(event, duration=max(0.0, event.duration - waited))
+        self.write(tool_finished(event, same_line=same_line, preview=not nested))
+        self._open_call = None
+        if event.diff and not nested:
+            self.write(diff_text(event.diff))
+        self._show_todos()
 
     def _show_todos(self) -> None:
         if self._todos is not None:
@@ -325,20 +320,20 @@ class PlainRepl:
                 self.keys.start()
 
     async def answer_request(self, event: Event) -> Any:
-        """Answer an approval, question or plan; used for events in the stream and as ``ctx.ask`` (tools and
-        sub-agents reach the person through it). Returns the answer and resolves the event with it."""
-        from anvil.plain import requests as plain_requests
+        """Answer an approval, question or plan; used for events in the stream and as the tools' way to ask
+        (tools and sub-agents reach the person through it). Returns the answer and resolves the event with it."""
         answer: Any
-        if isinstance(event, ApprovalRequested):
-            started = time.monotonic()
-            answer = await plain_requests.approve(self, event)
-            self._waited[event.call_id] = time.monotonic() - started
-        elif isinstance(event, QuestionAsked):
-            answer = await plain_requests.ask_question(self, event)
-        elif isinstance(event, PlanProposed):
-            answer = await plain_requests.review_plan(self, event)
-        else:
-            return None
+        match event:
+            case ApprovalRequested():
+                started = time.monotonic()
+                answer = await approve(self, event, self.session.root)
+                self._waited[event.call_id] = time.monotonic() - started
+            case QuestionAsked():
+                answer = await ask_question(self, event)
+            case PlanProposed():
+                answer = await review_plan(self, event)
+            case _:
+                return None
         event.answer(answer)
         return answer
 
@@ -348,10 +343,12 @@ async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Out
     return await PlainRepl(runtime, input=input, output=output).run()
 
 
-def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False) -> int:
-    """The `anvil --plain` entry used by cli.py: settings, runtime, then the REPL on the real terminal."""
-    from anvil.config import ConfigError, load_settings
-    from anvil.core.model.litellm_model import ModelError
+def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False,
+           trust: bool | None = None) -> int:
+    """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
+    then the REPL on the real terminal."""
+    from anvil.config import ConfigError, load_settings, project_trust
+    from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.runtime import open_runtime
 
@@ -359,7 +356,14 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
         print("anvil: --plain needs a terminal; use `anvil -p PROMPT` in scripts and pipes.", file=sys.stderr)
         return 2
     try:
-        settings = load_settings(Path.cwd(), flags)
+        if trust is None:
+            check = project_trust(Path.cwd())
+            if not check.trusted:
+                from anvil.frontend.trust import decide, trust_question
+                from anvil.plain.trust import ask_trust
+
+                trust = decide(check, asyncio.run(ask_trust(trust_question(check))))
+        settings = load_settings(Path.cwd(), flags, trust=trust)
         runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest)
         from prompt_toolkit.patch_stdout import patch_stdout
 

@@ -24,25 +24,27 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.frontend.mentions import expand_mentions
+from anvil.frontend.commands import resumed_text
+from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
 from anvil.tui import warmup
+from anvil.tui.commands import CommandRunner
 from anvil.tui.prompt_input import Composer, PromptInput
-from anvil.tui.startup import configured_theme, early_theme, user_config_dir
+from anvil.tui.startup import choose_theme, configured_theme, load_themes, paint_early_theme
 from anvil.tui.status import StatusBar
-from anvil.tui.todos import NARROW_WIDTH, TodoSidebar, TodoSummary
+from anvil.tui.todos import TodoSidebar, TodoSummary, place_todos
 from anvil.tui.transcript import LineEntry, Transcript, UserEntry
 
 if TYPE_CHECKING:
     # Not imported before the first paint: the events module alone costs ~10 ms of dataclass building.
     from anvil.config import Settings
     from anvil.core import events as ev
-    from anvil.core.model.litellm_model import Model
+    from anvil.core.model.protocol import Model
+    from anvil.facade import SessionFacade
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
 DOUBLE_PRESS_SECONDS = 2.0
 STARTUP_DELAY = 0.05
-FALLBACK_THEME = "textual-dark"
 
 
 class AnvilApp(App[int]):
@@ -60,24 +62,27 @@ class AnvilApp(App[int]):
 
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
-                 continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None) -> None:
+                 continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
+                 trust: bool | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
         self.settings = settings or (runtime.settings if runtime else None)
-        self.runtime: Runtime | None = runtime
+        #: what the app does with the session goes through this facade
+        self.session: SessionFacade | None = _facade(runtime) if runtime is not None else None
         self._model = model
         self._resume = resume
         self._continue = continue_latest
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
+        self._trust = trust  # --trust: the project's risky settings apply without asking
         self.busy = False
         self.started = False  # set when the runtime is ready (tests wait for it)
         self._wanted_theme = "anvil-dark"
-        self.theme_errors: list[str] = []
         self.warm_up = warmup.WarmUp()
         # A given runtime with a scripted model needs no warm-up: its prompts are never held.
         self.warm_up.holds_prompts = runtime is None or warmup.uses_litellm(runtime.agent.model)
+        self.commands = CommandRunner(self, warmup.warm_model)
         self.model_loading = False  # /model is building and warming the new model: prompts wait for it
         self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
         self._waiting_entries: list[UserEntry] = []
@@ -86,16 +91,19 @@ class AnvilApp(App[int]):
         self._sidebar_forced: bool | None = None
         self._exiting = False
 
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime the app was given or built (the CLI closes its session file after a crash)."""
+        return self.session.runtime if self.session is not None else None
+
     # -- layout ---------------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        from anvil.tui.commands import command_list
-
         with Horizontal(id="main"):
             yield Transcript(id="transcript")
             yield TodoSidebar(id="todos")
         yield TodoSummary(id="todo-summary")
-        yield Composer(self.root, command_list(), id="composer")
+        yield Composer(self.root, self.commands.commands.completions(), id="composer")
         yield StatusBar(id="status")
 
     @property
@@ -119,7 +127,8 @@ class AnvilApp(App[int]):
         return self.query_one("#prompt", PromptInput)
 
     def on_mount(self) -> None:
-        self._early_theme()
+        self._wanted_theme = self._theme_flag or configured_theme(self.root) or "anvil-dark"
+        paint_early_theme(self, self._wanted_theme)
         self.query_one("#todos").display = False
         self.query_one("#todo-summary").display = False
         self.status.update_state(model=str(self.flags.get("model") or (self.settings.model if self.settings else "")))
@@ -136,48 +145,19 @@ class AnvilApp(App[int]):
             self.warm_up.key_pressed()
         await super().on_event(event)
 
-    def _early_theme(self) -> None:
-        """The wanted theme, read cheaply, so the first paint already has the right colours."""
-        self._wanted_theme = self._theme_flag or configured_theme(self.root) or "anvil-dark"
-        theme = early_theme(self._wanted_theme) or early_theme("anvil-dark")
-        if theme is not None:
-            self.register_theme(theme)
-            self.theme = theme.name
-        else:
-            self.theme = FALLBACK_THEME
-
-    async def _load_themes(self) -> None:
-        """Every theme, validated (in a thread); problems are reported in one notification."""
-        try:
-            themes, self.theme_errors = await self.warm_up.run(
-                "themes", partial(warmup.load_themes, user_config_dir() / "themes"))
-        except Exception as exc:  # a theme problem is reported, never fatal
-            themes, self.theme_errors = [], [f"Themes could not be loaded: {exc}"]
-        for theme in themes:
-            self.register_theme(theme)
-        self.set_theme(self._wanted_theme, quiet=self._wanted_theme == "anvil-dark")
-        if self.theme_errors:
-            self.notify("\n".join(self.theme_errors), title="Theme problems", severity="warning", timeout=10)
-
     def set_theme(self, name: str, *, quiet: bool = False) -> bool:
-        if name in self.available_themes:
-            self.theme = name
-            return True
-        if not quiet:
-            self.notify(f"No theme named {name!r}; /theme lists them.", severity="warning")
-        if self.theme not in self.available_themes:
-            self.theme = "anvil-dark" if "anvil-dark" in self.available_themes else FALLBACK_THEME
-        return False
+        return choose_theme(self, name, quiet=quiet)
 
     def on_resize(self) -> None:
         self.update_todo_visibility()
 
     def update_todo_visibility(self) -> None:
-        sidebar = self.query_one("#todos", TodoSidebar)
-        wide = self.size.width >= NARROW_WIDTH
-        show = self._sidebar_forced if self._sidebar_forced is not None else (wide and bool(sidebar.todos))
-        sidebar.display = show
-        self.query_one("#todo-summary").display = bool(sidebar.todos) and not show
+        place_todos(self.query_one("#todos", TodoSidebar), self.query_one("#todo-summary", TodoSummary),
+                    self.size.width, self._sidebar_forced)
+
+    def reveal_todos(self) -> None:
+        self._sidebar_forced = True
+        self.update_todo_visibility()
 
     # -- start-up after the first paint ---------------------------------------------------------------
 
@@ -185,23 +165,22 @@ class AnvilApp(App[int]):
     async def start_up(self) -> None:
         """After the first paint, one step at a time in the pauses of typing: themes, settings, the runtime
         (then the app is ready), then litellm and the rest of what the first model call needs."""
-        await self._load_themes()
-        runtime, built = self.runtime, self.runtime is None
-        if runtime is None:
+        await load_themes(self, self.warm_up.run, self._wanted_theme)
+        built = self.session is None
+        if self.session is None:
             try:
-                settings = self.settings or await self.warm_up.run(
-                    "settings", partial(warmup.load_settings, self.root, self.flags))
-                runtime = await self.warm_up.run("runtime", partial(
+                settings = self.settings or await self._load_settings()
+                self.session = _facade(await self.warm_up.run("runtime", partial(
                     warmup.open_runtime, settings, self.root, resume=self._resume, continue_latest=self._continue,
-                    model=self._model))
+                    model=self._model)))
             except Exception as exc:  # config, session or model problems: say so and keep the app open
                 self.transcript.add_line("error", f"anvil could not start: {exc}")
                 self.status.update_state(phase="not ready")
                 return
-            self.runtime = runtime
-            self.warm_up.holds_prompts = warmup.uses_litellm(runtime.agent.model)
-        self.runtime_ready()
-        for name, step in warmup.model_steps(runtime, preflight=built):
+        assert self.session is not None
+        self.warm_up.holds_prompts = warmup.uses_litellm(self.session.model)
+        self.session_ready()
+        for name, step in warmup.model_steps(self.session, preflight=built):
             try:
                 problem = await self.warm_up.run(name, step)
             except Exception as exc:  # the first model call meets it again and says so in its turn
@@ -216,36 +195,60 @@ class AnvilApp(App[int]):
         await self.warm_up.run("heap", warmup.settle_heap, hurried=False)
         self.warm_up.finish()
 
-    def runtime_ready(self) -> None:
-        runtime = self.runtime
-        assert runtime is not None
-        self.settings = runtime.settings
-        agent = runtime.agent
-        threshold = runtime.settings.compact_threshold
-        self.status.update_state(model=runtime.settings.model, mode=agent.policy.mode,
+    async def _load_settings(self) -> Settings:
+        """Settings, after the trust question when the folder's configuration needs one (anvil/tui/trust.py)."""
+        loaded = await self.warm_up.run("settings", partial(warmup.settings_or_question, self.root, self.flags,
+                                                            self._trust))
+        from anvil.trust import ProjectTrust  # standard library only: cheap
+
+        if not isinstance(loaded, ProjectTrust):
+            return loaded
+        from anvil.tui.trust import ask_then_load
+
+        return await ask_then_load(self, loaded, partial(warmup.load_settings, self.root, self.flags))
+
+    def session_ready(self) -> None:
+        """The session is open (at start-up, after /clear or /resume): show it and start what runs beside it."""
+        session = self.session
+        assert session is not None
+        settings = self.settings = session.settings
+        threshold = settings.compact_threshold
+        self.status.update_state(model=settings.model, mode=session.mode, cost=session.usage().cost, phase="",
                                  threshold=threshold if isinstance(threshold, float) else None,
-                                 cost=float(agent.totals.get("cost", 0.0)), phase="")
-        if self._theme_flag is None and runtime.settings.theme != self.theme:
-            self.set_theme(runtime.settings.theme)
-        if runtime.resumed is not None:
+                                 sandbox=session.sandbox.label)
+        if self._theme_flag is None and settings.theme != self.theme:
+            self.set_theme(settings.theme)
+        resumed = resumed_text(session)
+        if resumed is not None and session.resumed_messages is not None:
             from anvil.tui.history import show_history
 
-            show_history(self, runtime.resumed.messages)
-        for warning in runtime.warnings:
-            self.transcript.add_line("notice", warning)
-        self.run_worker(self._start_runtime(runtime), group="runtime-start", exit_on_error=False)
-        if agent.ctx.todos:
-            self.show_todos(tuple(agent.ctx.todos))
+            show_history(self.transcript, session.resumed_messages)
+            self.add_line("notice", resumed)
+        for warning in session.warnings:
+            self.add_line("notice", warning)
+        self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
+        if session.todos:
+            self.show_todos(session.todos)
         if self.demo_prompt:
-            self.play_demo(self.demo_prompt)
+            from anvil.tui.demo import play
+
+            self.run_worker(play(self, self.demo_prompt), group="demo")
             self.demo_prompt = None  # once: /clear and /resume come back here
         self.send_waiting()
         self.started = True
 
+    async def adopt(self, session: SessionFacade) -> None:
+        """Go on with another session (/clear, /resume; the old one is closed): a fresh transcript."""
+        self.session = session
+        await self.transcript.clear()
+        self.show_todos(session.todos)
+        self.status.update_state(used=session.usage().context_used)
+        self.session_ready()
+
     @property
     def prompts_held(self) -> bool:
         """Prompts wait (shown as queued) until the model they go to is loaded and warm."""
-        return self.runtime is None or self.warm_up.holds_prompts or self.model_loading
+        return self.session is None or self.warm_up.holds_prompts or self.model_loading
 
     def send_waiting(self) -> None:
         """Prompts held while anvil warmed up, sent as one message (shown again as sent, not queued)."""
@@ -257,32 +260,6 @@ class AnvilApp(App[int]):
         self._waiting_entries.clear()
         self.send("\n\n".join(waiting))
 
-    @work(group="demo")
-    async def play_demo(self, prompt: str) -> None:
-        """Type the demo's prompt where the person can see it, then send it."""
-        await asyncio.sleep(0.6)
-        for char in prompt:
-            self.prompt.insert(char)
-            await asyncio.sleep(0.015)
-        await asyncio.sleep(0.4)
-        self.prompt.load_text("")
-        self.send(prompt)
-        await self._until_idle()
-        if self.runtime is not None and getattr(self.runtime.agent, "compact", None) is not None:
-            await asyncio.sleep(1.0)
-            self._add_user("/compact")
-            from anvil.tui.commands import run_slash
-
-            await run_slash(self, "/compact")
-            await self._until_idle()
-        self.add_line("notice", "That was the demo: the files are in a temporary copy, "
-                                f"{self.root}. Keep typing to explore the app; /exit or Ctrl+C twice quits.")
-
-    async def _until_idle(self) -> None:
-        await asyncio.sleep(0.2)
-        while self.busy:
-            await asyncio.sleep(0.1)
-
     # -- sending --------------------------------------------------------------------------------------
 
     @on(PromptInput.Submitted)
@@ -290,43 +267,31 @@ class AnvilApp(App[int]):
         text = message.text
         self.warm_up.hurry()  # a prompt or a command: the person now waits on anvil, not the other way round
         try:
-            if text.startswith("/") and not text.startswith("//"):
-                from anvil.tui.commands import run_slash
-
-                await run_slash(self, text)
-                return
-            self.send(text[1:] if text.startswith("//") else text)
+            if is_command(text):
+                await self.commands.run(text)
+            else:
+                self.send(text)
         except Exception as exc:  # whatever goes wrong with one message, the app stays up
             self.add_line("error", f"Could not send that: {type(exc).__name__}: {exc}")
 
-    def send(self, text: str) -> None:
+    def send(self, typed: str) -> None:
         """Start a turn, or queue the message when a turn is running or anvil is still warming up."""
-        if self.prompts_held:
-            self._waiting.append(text)
-            self._waiting_entries.append(self._add_user(text, queued=True))
+        if self.prompts_held or self.session is None:
+            self._waiting.append(typed)
+            self._waiting_entries.append(self.add_user(typed, queued=True))
             self.warm_up.hurry()  # the prompt needs every step: no more waiting for pauses in typing
             return
-        expanded = expand_mentions(text, self.root)
-        for problem in expanded.problems:
-            self.transcript.add_line("notice", problem)
+        prompt = prepare_prompt(typed, self.root)
         if self.busy:
-            self.runtime.agent.steer(expanded.text)
-            self.renderer.queued.append(self._add_user(text, queued=True, attached=expanded.attached))
+            self.session.steer(prompt.text)
+            for notice in problem_notices(prompt):
+                self.renderer.line(notice)
+            self.renderer.queued.append(self.add_user(prompt.typed, queued=True, attached=prompt.attached))
             return
-        self._add_user(text, attached=expanded.attached)
-        self.start_agent(self._turn(expanded.text))
+        self.add_user(prompt.typed, attached=prompt.attached)
+        self.start_agent(prompt_turn(self.session, prompt))
 
-    async def _turn(self, text: str) -> AsyncIterator[ev.Event]:
-        """A turn, with MCP resources mentioned as @server:uri attached to the message first."""
-        assert self.runtime is not None
-        if self.runtime.mcp is not None:
-            text, problems = await self.runtime.mcp.attach_resources(text)
-            for problem in problems:
-                self.add_line("notice", problem)
-        async for event in self.runtime.agent.run_turn(text):
-            yield event
-
-    def _add_user(self, text: str, *, queued: bool = False, attached: list[str] | None = None) -> UserEntry:
+    def add_user(self, text: str, *, queued: bool = False, attached: tuple[str, ...] = ()) -> UserEntry:
         shown = text + (f"\n(attached: {', '.join(attached)})" if attached else "")
         entry = UserEntry(shown, queued=queued)
         self.transcript.add(entry)
@@ -355,14 +320,15 @@ class AnvilApp(App[int]):
             self.status.update_state(busy=False, phase="")
         self._continue_with_steering()
 
+    async def render_event(self, event: ev.Event) -> None:
+        await self.renderer.dispatch(event)
+
     def _continue_with_steering(self) -> None:
         """Messages typed during a turn that ended before its next model call become the next turn."""
-        agent = self.runtime.agent if self.runtime else None
-        pending = agent.take_steering() if agent is not None else []
+        pending = self.session.take_steering() if self.session is not None else []
         self.renderer.mark_queued_sent()
-        if agent is None or not pending:
-            return
-        self.start_agent(agent.run_turn("\n\n".join(pending)))
+        if self.session is not None and pending:
+            self.start_agent(self.session.submit("\n\n".join(pending)))
 
     def show_todos(self, todos: tuple[ev.TodoItem, ...]) -> None:
         self.query_one("#todos", TodoSidebar).set_todos(todos)
@@ -392,15 +358,13 @@ class AnvilApp(App[int]):
         if search and search.first().display:
             search.first().display = False
             return
-        if self.busy and self.runtime is not None:
-            self.runtime.agent.interrupt()
+        if self.busy and self.session is not None:
+            self.session.interrupt()
             self.status.update_state(phase="Interrupting…")
 
     def action_cycle_mode(self) -> None:
-        if self.runtime is None:
-            return
-        mode = self.runtime.agent.policy.next_mode()
-        self.status.update_state(mode=mode)
+        if self.session is not None:
+            self.status.update_state(mode=self.session.next_mode())
 
     def action_toggle_todos(self) -> None:
         sidebar = self.query_one("#todos", TodoSidebar)
@@ -421,29 +385,29 @@ class AnvilApp(App[int]):
         if self._exiting:
             return
         self._exiting = True
-        if self.busy and self.runtime is not None:
-            self.runtime.agent.interrupt()
+        if self.busy and self.session is not None:
+            self.session.interrupt()
         self.run_worker(self._close_and_exit(), group="exit")
 
-    async def _start_runtime(self, runtime: Runtime) -> None:
+    async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
-        runtime.notify = lambda message: self.add_line("notice", message)
-        if runtime.mcp is not None and runtime.mcp.servers:
-            from anvil.core.mcp.client import import_mcp
-
-            # About a second of imports that hold the GIL in stretches: in a pause of typing, like the warm-up.
-            with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
-                await self.warm_up.run("mcp", import_mcp)
-        for notice in await runtime.start():
+        session.on_notice(lambda message: self.add_line("notice", message))
+        for notice in await warmup.start_session(session, self.warm_up):
             self.add_line("notice", notice)
 
     async def _close_and_exit(self) -> None:
-        if self.runtime is not None:
+        if self.session is not None:
             with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
-                await asyncio.wait_for(self.runtime.close(), timeout=5)
+                await asyncio.wait_for(self.session.close(), timeout=5)
             with contextlib.suppress(Exception):
-                self.runtime.session.close()
+                self.session.runtime.session.close()
         self.exit(0)
 
     def add_line(self, kind: str, text: str) -> LineEntry:
         return self.transcript.add_line(kind, text)
+
+
+def _facade(runtime: Runtime) -> SessionFacade:
+    from anvil.facade import SessionFacade  # not before the first paint: it loads the engine
+
+    return SessionFacade(runtime)

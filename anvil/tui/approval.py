@@ -27,8 +27,8 @@ from textual.reactive import reactive
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
-from anvil.config import xdg_config_home
 from anvil.core.events import ApprovalDecision, ApprovalRequested
+from anvil.frontend.lines import cwd_text, scope_choices
 from anvil.tui.diff_view import DiffView, highlight_code
 from anvil.tui.themes import pygments_style_for
 
@@ -36,26 +36,7 @@ Step = Literal["choose", "scope", "message"]
 Scope = Literal["session", "project", "user"]
 
 #: The tool whose rules are command patterns; for every other tool a rule is the tool's name.
-COMMAND_TOOL = "run_command"
 _ARG_VALUE_CHARS = 160
-
-
-def scope_choices() -> list[tuple[str, Scope, str]]:
-    """(key, scope, where the rule is kept) for the scope step; the user config path honours XDG_CONFIG_HOME."""
-    user_config = home_relative(xdg_config_home() / "anvil" / "config.toml")
-    return [
-        ("s", "session", "this session only: forgotten when anvil exits"),
-        ("p", "project", "this project: saved in .anvil/config.toml"),
-        ("e", "user", f"everywhere: saved in {user_config}"),
-    ]
-
-
-def home_relative(path: Path) -> str:
-    """``~/src/app`` rather than ``/home/me/src/app``: shorter, and what people type."""
-    try:
-        return "~/" + str(path.relative_to(Path.home()))
-    except ValueError:
-        return str(path)
 
 
 def compact_args(args: dict[str, Any], skip: tuple[str, ...] = ()) -> Text:
@@ -145,10 +126,10 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
 
     step: reactive[Step] = reactive("choose", init=False)
 
-    def __init__(self, request: ApprovalRequested, cwd: Path) -> None:
+    def __init__(self, request: ApprovalRequested, root: Path) -> None:
         super().__init__()
         self.request = request
-        self.cwd = cwd
+        self.root = root  # the project: rule files inside it are shown relative to it
         self._armed = self.ARM_DELAY <= 0
         self._answered = False
 
@@ -157,7 +138,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         """The rule "always allow" saves, or None when none can be offered (a command that did not parse)."""
         if self.request.suggested_pattern:
             return self.request.suggested_pattern
-        return None if self.request.tool == COMMAND_TOOL else self.request.tool
+        return None if self.request.command is not None else self.request.tool
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -192,9 +173,9 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
             yield Static(heading, id="approval-scope-text")
             # One button per scope, labelled with its key and where the rule is kept: the hint and the
             # mouse target are the same line.
-            for key, scope, where in scope_choices():
-                yield Button(f"{key} {where}", action=f"screen.remember('{scope}')", compact=True,
-                             id=f"approval-scope-{scope}", classes="approval-scope-option")
+            for choice in scope_choices(self.request, self.root):
+                yield Button(f"{choice.key} {choice.text}", action=f"screen.remember('{choice.scope}')",
+                             compact=True, id=f"approval-scope-{choice.scope}", classes="approval-scope-option")
             yield Static("esc back", classes="approval-hint")
         with Vertical(id="approval-message", classes="approval-step"):
             yield Static("Deny, and tell the model why or what to do instead:")
@@ -204,10 +185,12 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     def _compose_body(self) -> ComposeResult:
         request = self.request
         style = pygments_style_for(self.app.theme)
-        if request.tool == COMMAND_TOOL and isinstance(request.args.get("command"), str):
-            yield Static(highlight_code(request.args["command"], "bash", style), classes="approval-command",
+        if request.command is not None:
+            yield Static(highlight_code(request.command, "bash", style), classes="approval-command",
                          id="approval-command")
-            yield Static(f"in {home_relative(self.cwd)}", classes="approval-cwd", id="approval-cwd", markup=False)
+            where = cwd_text(request)
+            if where:
+                yield Static(where, classes="approval-cwd", id="approval-cwd", markup=False)
             extra = compact_args(request.args, skip=("command",))
             if extra:
                 yield Static(extra, classes="approval-args")
@@ -217,7 +200,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         if request.diff:
             path = request.args.get("path")
             yield DiffView(request.diff, path=path if isinstance(path, str) else None, id="approval-diff")
-        elif request.tool != COMMAND_TOOL and request.args:
+        elif request.command is None and request.args:
             yield Static(compact_args(request.args), classes="approval-args", id="approval-args")
         if request.detail:
             yield Static(request.detail, classes="approval-detail", markup=False)

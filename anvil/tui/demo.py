@@ -7,6 +7,7 @@ the app compacts the conversation. The person only presses ``y`` when asked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -14,9 +15,14 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from anvil.core.context.meter import REPLY_RESERVE_FRACTION
 from anvil.core.model.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from anvil.tui.commands import CommandRunner
+    from anvil.tui.prompt_input import PromptInput
 
 DEMO_PROMPT = "The case-insensitivity test in wordstat fails. Find out why and fix it."
 #: Seconds between streamed chunks: slow enough to watch, fast enough not to bore.
@@ -73,3 +79,44 @@ def demo_environment() -> None:
     bindir = str(Path(sys.executable).parent)
     os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+
+
+class DemoHost(Protocol):
+    """What playing the demo needs of the app: its prompt, sending, commands and the transcript."""
+
+    root: Path
+    busy: bool
+    commands: CommandRunner
+
+    @property
+    def prompt(self) -> PromptInput: ...
+
+    def send(self, typed: str) -> None: ...
+
+    def add_user(self, text: str) -> Any: ...
+
+    def add_line(self, kind: str, text: str) -> Any: ...
+
+
+async def play(app: DemoHost, prompt: str) -> None:
+    """Type the demo's prompt where the person can see it, send it, then compact the conversation."""
+    await asyncio.sleep(0.6)
+    for char in prompt:
+        app.prompt.insert(char)
+        await asyncio.sleep(0.015)
+    await asyncio.sleep(0.4)
+    app.prompt.load_text("")
+    app.send(prompt)
+    await _until_idle(app)
+    await asyncio.sleep(1.0)
+    app.add_user("/compact")
+    await app.commands.run("/compact")
+    await _until_idle(app)
+    app.add_line("notice", f"That was the demo: the files are in a temporary copy, {app.root}. Keep typing to explore "
+                           "the app; /exit or Ctrl+C twice quits.")
+
+
+async def _until_idle(app: DemoHost) -> None:
+    await asyncio.sleep(0.2)
+    while app.busy:
+        await asyncio.sleep(0.1)

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from anvil.core.events import ToolCallStarted, ToolResultEvent
 
 PREVIEW_LINES = 4
-#: Tools whose output repeats what the app shows elsewhere (the todo sidebar): no preview lines.
-QUIET_OUTPUT = {"todo_write", "todo_read"}
+#: Kinds of tools whose output repeats what the app shows elsewhere (todos, in the sidebar): no preview lines.
+QUIET_KINDS = {"think"}
 KEY_ARGS = ("path", "command", "pattern", "id", "query", "url")
 
 _HAS_DURATION = re.compile(r"\d(\.\d+)?(ms|s|m\d+s)\b")
@@ -32,9 +32,9 @@ _HAS_DURATION = re.compile(r"\d(\.\d+)?(ms|s|m\d+s)\b")
 
 def key_argument(name: str, args: dict[str, Any]) -> str:
     """The one argument that says what a tool call is about, for the block's header."""
-    if name == "todo_write":
-        todos = args.get("todos")
-        return f"{len(todos)} items" if isinstance(todos, list) else ""
+    todos = args.get("todos")
+    if isinstance(todos, list):  # a todo list: its size, the sidebar shows the items
+        return f"{len(todos)} items"
     for key in KEY_ARGS:
         value = args.get(key)
         if isinstance(value, str) and value:
@@ -93,6 +93,7 @@ class ToolEntry(Entry):
         super().__init__()
         self.call_id = event.call_id
         self.name_ = event.name
+        self.tool_kind = event.kind
         self.arg = key_argument(event.name, event.args)
         self.status = "running"
         self.detail = ""
@@ -115,7 +116,7 @@ class ToolEntry(Entry):
             parts += ["  ", (self.arg, "$text-primary")]
         if self.detail:
             parts += ["  ", (self.detail, "$text-muted")]
-        limit = 0 if self.name_ in QUIET_OUTPUT else 1 if self.diff else PREVIEW_LINES
+        limit = 0 if self.tool_kind in QUIET_KINDS else 1 if self.diff else PREVIEW_LINES
         if (self.output and self.output.count("\n") + 1 > limit) or (self.nested and self.status != "running"):
             parts += ["  ", ("▾ less" if self.expanded else "▸ more", "$text-muted italic")]
         return Content.assemble(*parts)
@@ -160,7 +161,7 @@ class ToolEntry(Entry):
         header.update(self._header())
         # With a diff shown, the output repeats it: keep only its first line unless expanded.
         lines = self.output.splitlines()
-        limit = 0 if self.name_ in QUIET_OUTPUT else 1 if self.diff else PREVIEW_LINES
+        limit = 0 if self.tool_kind in QUIET_KINDS else 1 if self.diff else PREVIEW_LINES
         shown = lines if self.expanded else lines[:limit]
         if not self.expanded and len(lines) > limit and limit:
             shown = [*shown, f"… {len(lines) - limit} more lines"]

@@ -12,13 +12,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from anvil.core.events import ToolCallStarted, ToolResultEvent
-from anvil.tui.transcript import HISTORY_BATCH, AssistantEntry, Entry, EntryFactory, ToolEntry, UserEntry
-
-if TYPE_CHECKING:
-    from anvil.tui.app import AnvilApp
+from anvil.tui.transcript import HISTORY_BATCH, AssistantEntry, Entry, EntryFactory, ToolEntry, Transcript, UserEntry
 
 
 @dataclass(frozen=True)
@@ -67,8 +64,6 @@ def _tool_entry(call: dict[str, Any], result: dict[str, Any] | None) -> ToolEntr
     return entry
 
 
-def show_history(app: AnvilApp, messages: list[dict[str, Any]], *, shown: int = HISTORY_BATCH) -> None:
+def show_history(transcript: Transcript, messages: list[dict[str, Any]], *, shown: int = HISTORY_BATCH) -> None:
     """Show the newest ``shown`` entries of a resumed session; scrolling to the top loads the rest."""
-    app.transcript.set_backlog(history_entries(messages), shown=shown)
-    if messages:
-        app.transcript.add_line("notice", f"Resumed a session with {len(messages)} messages.")
+    transcript.set_backlog(history_entries(messages), shown=shown)

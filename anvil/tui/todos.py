@@ -80,3 +80,10 @@ class TodoSummary(Static):
 
     def set_todos(self, todos: Sequence[TodoItem]) -> None:
         self.update(render_summary(todos))
+
+
+def place_todos(sidebar: TodoSidebar, summary: TodoSummary, width: int, forced: bool | None) -> None:
+    """The sidebar on wide terminals (or as Ctrl+T / /todos set it), else the summary line when there is a list."""
+    show = forced if forced is not None else (width >= NARROW_WIDTH and bool(sidebar.todos))
+    sidebar.display = show
+    summary.display = bool(sidebar.todos) and not show

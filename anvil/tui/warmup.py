@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from anvil.config import Settings
     from anvil.core.context.meter import TokenCounter
-    from anvil.core.model.litellm_model import Model
+    from anvil.core.model.protocol import Model
+    from anvil.facade import SessionFacade
     from anvil.runtime import Runtime
+    from anvil.trust import ProjectTrust
 
 T = TypeVar("T")
 
@@ -101,10 +103,21 @@ def load_themes(user_dir: Path) -> tuple[list[Any], list[str]]:
     return load_themes(user_dir)
 
 
-def load_settings(root: Path, flags: dict[str, Any]) -> Settings:
+def load_settings(root: Path, flags: dict[str, Any], trust: bool | None) -> Settings:
     from anvil.config import load_settings
 
-    return load_settings(root, flags)
+    return load_settings(root, flags, trust=trust)
+
+
+def settings_or_question(root: Path, flags: dict[str, Any], trust: bool | None) -> Settings | ProjectTrust:
+    """The settings, or the project's trust check when the person must be asked first."""
+    if trust is None:
+        from anvil.config import project_trust
+
+        check = project_trust(root)
+        if not check.trusted:
+            return check
+    return load_settings(root, flags, trust)
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue_latest: bool,
@@ -115,6 +128,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue
     # What the first turn would otherwise import on the event loop: the event renderer, the Markdown widget.
     from textual.widgets import Markdown  # noqa: F401
 
+    import anvil.facade
     import anvil.tui.render  # noqa: F401
 
     return runtime
@@ -125,29 +139,39 @@ def uses_litellm(model: object) -> bool:
     return type(model).__name__ == "LiteLLMModel"
 
 
-def model_steps(runtime: Runtime, *, preflight: bool) -> list[ModelStep]:
+def model_steps(session: SessionFacade, *, preflight: bool) -> list[ModelStep]:
     """The warm-up a model served by litellm needs before its first call; none for the scripted model.
 
     ``preflight``: also check the model's name and key (done for a runtime the app built from settings).
     """
-    model = runtime.agent.model
+    model = session.model
     if not uses_litellm(model):
         return []
     from anvil.core.model.litellm_model import LITELLM_DEPENDENCIES, load_litellm, preload, warm_client, warm_tool_calls
 
     steps: list[ModelStep] = [(name, partial(preload, name)) for name in LITELLM_DEPENDENCIES]
-    check = getattr(model, "preflight", None) if preflight else None
-    steps.append(("litellm", check if check is not None else load_litellm))
+    steps.append(("litellm", model.preflight if preflight else load_litellm))
     steps.append(("client", partial(warm_client, model.name)))
     steps.append(("tool-calls", warm_tool_calls))
-    steps.append(("tokenizer", partial(warm_tokenizer, runtime.agent.context.counter)))
+    steps.append(("tokenizer", partial(warm_tokenizer, session.token_counter)))
     return steps
 
 
-async def warm_model(runtime: Runtime) -> None:
+async def start_session(session: SessionFacade, warm_up: WarmUp) -> list[str]:
+    """Session hooks and MCP servers; returns the notices. The mcp package (about a second of imports that hold
+    the GIL in stretches) is loaded first, in a pause of typing like the other steps."""
+    if session.mcp_configured:
+        from anvil.core.mcp.client import import_mcp
+
+        with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
+            await warm_up.run("mcp", import_mcp)
+    return await session.start()
+
+
+async def warm_model(session: SessionFacade) -> None:
     """After /model: the steps the new model's first call needs, in threads, one after another. No waiting
     for pauses in typing: the person asked for the switch and waits for it."""
-    for _name, step in model_steps(runtime, preflight=False):
+    for _name, step in model_steps(session, preflight=False):
         try:
             await asyncio.to_thread(step)
         except Exception:  # the first call meets the problem again and says so in its turn

@@ -1,40 +1,30 @@
-"""`anvil --plain` driven through prompt_toolkit's pipe input, against a real runtime around a ScriptedModel.
-
-The output goes to a VT100 output over a StringIO; ``Repl.wait`` polls it with the escape codes removed, so the
-tests read what a person would see and type keys only after the REPL has asked for them.
-"""
+"""`anvil --plain` as a person uses it: prompts, approvals, keys, commands and requests (see conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
-import io
 import re
 import sys
+import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prompt_toolkit.completion import CompleteEvent
-from prompt_toolkit.data_structures import Size
 from prompt_toolkit.document import Document
-from prompt_toolkit.input import PipeInput, create_pipe_input
-from prompt_toolkit.output.vt100 import Vt100_Output
 
-from anvil.config import Settings, data_dir
+from anvil.config import data_dir
 from anvil.core.context.meter import REPLY_RESERVE_FRACTION
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanProposed, QuestionAsked
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from anvil.plain.commands import closest, command_list
+from anvil.frontend.commands import COMMANDS
 from anvil.plain.input import PlainCompleter
 from anvil.plain.render import diff_text, toolbar
-from anvil.plain.repl import PlainRepl
-from anvil.runtime import Runtime, open_runtime
+from tests.plain.conftest import CTRL_C, SHIFT_TAB
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[=>]")
-CTRL_C, CTRL_D, SHIFT_TAB = "\x03", "\x04", "\x1b[Z"
 TOUCH_CALL = {"name": "run_command", "arguments": {"command": "touch made.txt"}}
 TOUCH = [{"text": "I'll create it.", "tool_calls": [TOUCH_CALL]}, {"text": "All done here."}]
 
@@ -58,95 +48,6 @@ class AskTool(Tool):
         answer = await ctx.ask(QuestionAsked("c1", "Which database?", ("sqlite", "postgres"), future=future))
         assert answer == await future
         return ToolResult(f"The person answered: {answer}")
-
-
-class ScreenOutput(Vt100_Output):
-    """A terminal over a StringIO. It knows the rows below the cursor, as a terminal answering cursor position
-    reports does; prompt_toolkit draws the bottom toolbar only then."""
-
-    def get_rows_below_cursor_position(self) -> int:
-        return 20
-
-
-class Repl:
-    def __init__(self, runtime: Runtime, pipe: PipeInput) -> None:
-        self.runtime = runtime
-        self.pipe = pipe
-        self.buffer = io.StringIO()
-        output = ScreenOutput(self.buffer, lambda: Size(rows=40, columns=120), enable_cpr=False)
-        self.repl = PlainRepl(runtime, input=pipe, output=output)
-        self.task: asyncio.Task[int] | None = None
-        self.mark = 0
-
-    @property
-    def model(self) -> ScriptedModel:
-        model = self.runtime.agent.model
-        assert isinstance(model, ScriptedModel)
-        return model
-
-    def screen(self) -> str:
-        return ANSI.sub("", self.buffer.getvalue())
-
-    async def wait(self, text: str, timeout: float = 10.0) -> None:
-        """Wait until ``text`` appears after the last thing waited for."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            at = self.screen().find(text, self.mark)
-            if at >= 0:
-                self.mark = at + len(text)
-                return
-            if loop.time() > deadline or (self.task is not None and self.task.done()):
-                raise AssertionError(f"{text!r} did not appear; the output was:\n{self.screen()[-3000:]}")
-            await asyncio.sleep(0.02)
-
-    async def send(self, text: str, *, then: str | None = None) -> None:
-        self.pipe.send_text(text)
-        if then is not None:
-            await self.wait(then)
-
-    async def idle(self, timeout: float = 10.0) -> None:
-        """Wait until the turn is over and the prompt is up again."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self.repl.busy or not self.repl.prompt.app.is_running:
-            if loop.time() > deadline or (self.task is not None and self.task.done()):
-                raise AssertionError(f"the prompt did not come back; the output was:\n{self.screen()[-3000:]}")
-            await asyncio.sleep(0.02)
-
-    async def prompt(self, text: str) -> None:
-        await self.idle()
-        self.pipe.send_text(text + "\r")
-
-    async def exit(self) -> int:
-        await self.idle()
-        self.pipe.send_text(CTRL_D)
-        assert self.task is not None
-        return await asyncio.wait_for(self.task, 10)
-
-
-@pytest.fixture
-async def make_repl(project: Path) -> AsyncIterator[Any]:
-    started: list[Repl] = []
-    with create_pipe_input() as pipe:
-
-        def make(turns: list[dict[str, Any]], *, tools: tuple[Tool, ...] = (), start: bool = True,
-                 **settings: Any) -> Repl:
-            runtime = open_runtime(Settings(model="scripted", **settings), project, model=ScriptedModel(turns))
-            for tool in tools:
-                runtime.agent.tools.add(tool)
-            repl = Repl(runtime, pipe)
-            if start:
-                repl.task = asyncio.create_task(repl.repl.run())
-            started.append(repl)
-            return repl
-
-        yield make
-        for repl in started:
-            if repl.task is not None and not repl.task.done():
-                repl.task.cancel()
-                with pytest.raises((asyncio.CancelledError, Exception)):
-                    await repl.task
 
 
 def tool_message(call: list[dict[str, Any]]) -> str:
@@ -208,12 +109,12 @@ async def test_always_in_the_project_saves_the_rule_and_stops_asking(make_repl: 
     await repl.prompt("make the file")
     await repl.wait("Approve run_command?")
     await repl.send("a", then="Always allow")
-    await repl.send("p", then="always allowed in this project")
+    await repl.send("p", then="always allowed: `")
     await repl.wait("first")
-    shown = re.search(r"always allowed in this project \(\.anvil/permissions\.toml\): (.+)", repl.screen())
+    shown = re.search(r"always allowed: `(.+)` in this project \(saved in \.anvil/permissions\.toml\)", repl.screen())
     assert shown is not None
-    rules = (project / ".anvil" / "permissions.toml").read_text()
-    assert f'allow = ["{shown.group(1).strip()}"]' in rules  # exactly the pattern the person was shown
+    rules = tomllib.loads((project / ".anvil" / "permissions.toml").read_text())
+    assert rules["allow"] == [shown.group(1).strip()]  # exactly the pattern the person was shown
     await repl.prompt("again")
     await repl.wait("second")
     assert repl.screen().count("Approve run_command?") == 1  # the saved rule answered the second time
@@ -333,7 +234,9 @@ async def test_undo_restores_the_files_of_the_last_turn(make_repl: Any, project:
     await repl.prompt("/rewind")
     await repl.wait("turn 1: 'write a note'")
     await repl.prompt("/undo")
-    await repl.wait("removed notes/new.txt")
+    await repl.wait("Undo turn 1 ('write a note'), restoring notes/new.txt (created)? [y/N]")
+    assert (project / "notes" / "new.txt").exists()  # nothing before the answer
+    await repl.send("y\r", then="removed notes/new.txt")
     assert not (project / "notes" / "new.txt").exists()
     await repl.prompt("/undo")
     await repl.wait("Nothing to undo")
@@ -351,11 +254,14 @@ async def test_undo_asks_before_overwriting_outside_changes(make_repl: Any, proj
     repl.runtime.agent.ctx.checkpoints.finish_turn()
     (project / "new.txt").write_text("edited by hand\n")
     await repl.prompt("/undo")
-    await repl.wait("changed outside anvil")
+    await repl.wait("Undo turn 1 ('write a note')")
+    await repl.send("y\r", then="changed outside anvil")
+    await repl.wait("Overwrite those outside changes")
     await repl.send("n\r", then="Nothing was changed.")
     assert (project / "new.txt").read_text() == "edited by hand\n"
     await repl.prompt("/undo")
-    await repl.wait("Overwrite those outside changes")
+    await repl.wait("Undo turn 1")
+    await repl.send("y\r", then="Overwrite those outside changes")
     await repl.send("y\r", then="removed new.txt")
     assert not (project / "new.txt").exists()
     await repl.exit()
@@ -419,7 +325,7 @@ def repl_has(name: str) -> bool:
 def test_completion_of_commands_and_paths(project: Path) -> None:
     (project / "src").mkdir()
     (project / "src" / "parser.py").write_text("")
-    completer = PlainCompleter(project, command_list)
+    completer = PlainCompleter(project, COMMANDS.completions)
 
     def complete(text: str) -> list[str]:
         return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
@@ -429,7 +335,7 @@ def test_completion_of_commands_and_paths(project: Path) -> None:
     assert complete("explain @pars") == ["@src/parser.py"]
     assert complete("@READ") == ["@README.md"]
     assert complete("no trigger") == []
-    assert closest("hlep") == "help" and closest("quti") == "exit"
+    assert COMMANDS.closest("hlep") == "help" and COMMANDS.closest("quti") == "exit"
 
 
 def test_diff_and_toolbar_rendering() -> None:
@@ -438,6 +344,16 @@ def test_diff_and_toolbar_rendering() -> None:
     assert any("deleted" in s for s in styles) and any("inserted" in s for s in styles)
     text = "".join(t for _, t in toolbar(used=84_000, window=200_000, cost=0.5, model="m", mode="auto"))
     assert "42% 84.0k/200k" in text and "$0.5000" in text and "mode: auto" in text
+    sandboxed = toolbar(used=None, window=None, cost=0, model="m", mode="ask", sandbox="not sandboxed")
+    assert ("class:notice", " · not sandboxed") in list(sandboxed)
+
+
+async def test_the_toolbar_says_whether_commands_are_sandboxed(make_repl: Any) -> None:
+    repl = make_repl([])
+    label = repl.repl.session.sandbox.label
+    assert label in {"sandboxed", "not sandboxed"}
+    assert label in "".join(t for _, t in repl.repl._toolbar())
+    await repl.exit()
 
 
 async def test_escape_goes_back_from_the_scope_choice_and_shift_tab_works_during_a_turn(make_repl: Any,
@@ -489,7 +405,7 @@ async def test_compact_runs_the_engines_compaction(make_repl: Any) -> None:
     await repl.prompt("hi")
     await repl.wait("hello hello")
     await repl.prompt("/compact keep the greeting")
-    await repl.wait("⟳ Compacting the context")
+    await repl.wait("⟳ Compacting the conversation")
     await repl.wait("⟳ Compacted")
     await repl.exit()
 

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from anvil.core.events import ToolCallStarted
-from anvil.core.policy.approval import ApprovalPolicy, Verdict
+from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.verdict import Verdict
 from anvil.core.tools.base import Tool, ToolContext
 from anvil.tui.app import AnvilApp
 from anvil.tui.approval import ApprovalScreen
+from anvil.tui.confirm import ConfirmScreen
 from anvil.tui.diff_view import DiffView
 from anvil.tui.todos import TodoSidebar
 from anvil.tui.transcript import AssistantEntry, LineEntry, ToolEntry, UserEntry
@@ -104,9 +106,10 @@ class RememberingPolicy(ApprovalPolicy):
         self.rules: list[tuple[str, str, str]] = []
 
     def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
-        if not tool.needs_approval(args, ctx):
+        if tool.approval == "none":
             return Verdict("allow", by="no approval needed")
-        if any(tool.name == t and args.command.startswith(p.rstrip("*").rstrip()) for t, p, _ in self.rules):
+        command = tool.command(args) or ""
+        if any(tool.name == t and command.startswith(p.rstrip("*").rstrip()) for t, p, _ in self.rules):
             return Verdict("allow", by="rule")
         return Verdict("ask", suggested_pattern="echo *")
 
@@ -520,9 +523,18 @@ async def test_undo_and_rewind_in_the_app(project: Path) -> None:
         await wait_for(pilot, lambda: not app.busy and (project / "app.py").read_text() == "x = 2\n")
         (project / "app.py").write_text("x = 3\n")  # the person edits the file outside anvil
         await submit(pilot, "/undo")
-        await wait_for(pilot, lambda: any("/undo !" in text for text in lines(app, "notice")))
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Overwrite" in app.screen.question)
         assert (project / "app.py").read_text() == "x = 3\n"  # nothing overwritten without asking
-        await submit(pilot, "/undo !")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: lines(app, "notice")[-1] == "Nothing was changed.")
+        assert (project / "app.py").read_text() == "x = 3\n"
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Overwrite" in app.screen.question)
+        await pilot.press("y")
         await wait_for(pilot, lambda: (project / "app.py").read_text() == "x = 1\n")
         await submit(pilot, "/rewind")
         await wait_for(pilot, lambda: any("/rewind N goes back" in text for text in lines(app, "notice")))
@@ -548,3 +560,15 @@ async def test_a_plan_is_edited_in_the_app_then_approved(project: Path) -> None:
         assert app.runtime is not None
         result = next(m for m in app.runtime.agent.messages if m.get("role") == "tool")["content"]
         assert "approved with edits" in result and "2. Test it" in result and "1. Read the code" in result
+
+
+async def test_the_status_bar_says_whether_commands_are_sandboxed(project: Path) -> None:
+    app = make_app(project, [])
+    expected = app.runtime.agent.ctx.sandbox.status.label  # type: ignore[union-attr]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.status.state.sandbox)
+        assert app.status.state.sandbox == expected and expected in str(app.status.render())
+    off = make_app(project, [], sandbox={"mode": "off"})
+    async with off.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: off.status.state.sandbox)
+        assert "sandbox off" in str(off.status.render())

@@ -16,6 +16,8 @@ from anvil.tui.diff_view import DiffView
 from anvil.tui.themes import register_themes
 
 CWD = Path("/srv/project")
+#: where the policy saves "always allow" rules, as the engine puts it in the request
+RULE_FILES = {"project": "/srv/project/.anvil/permissions.toml", "user": "/etc/xdg-fixed/anvil/permissions.toml"}
 DIFF = """\
 --- a/src/app.py
 +++ b/src/app.py
@@ -32,13 +34,13 @@ DIFF = """\
 
 def command(cmd: str = "git commit -m 'wip' && git push --force", *, pattern: str | None = "git commit *",
             reasons: tuple[str, ...] = ("git push --force rewrites the remote history",)) -> ApprovalRequested:
-    return ApprovalRequested("call-1", "run_command", {"command": cmd}, "Running git…",
-                             reasons=reasons, suggested_pattern=pattern)
+    return ApprovalRequested("call-1", "run_command", {"command": cmd}, "Running git…", command=cmd,
+                             reasons=reasons, suggested_pattern=pattern, cwd=str(CWD), rule_files=RULE_FILES)
 
 
 def edit() -> ApprovalRequested:
     return ApprovalRequested("call-2", "edit_file", {"path": "src/app.py", "old_string": "a", "new_string": "b"},
-                             "Editing app.py…", diff=DIFF)
+                             "Editing app.py…", diff=DIFF, rule_files=RULE_FILES)
 
 
 class Host(App[None]):
@@ -122,8 +124,8 @@ async def test_always_then_project_shows_and_saves_the_exact_pattern() -> None:
         labels = {scope: str(app.modal.query_one(f"#approval-scope-{scope}", Button).label)
                   for scope in ("session", "project", "user")}
         assert labels["session"].startswith("s this session")
-        assert labels["project"] == "p this project: saved in .anvil/config.toml"
-        assert labels["user"].startswith("e everywhere: saved in") and labels["user"].endswith("anvil/config.toml")
+        assert labels["project"] == "p this project: saved in .anvil/permissions.toml"
+        assert labels["user"] == "e everywhere: saved in /etc/xdg-fixed/anvil/permissions.toml"
         await pilot.press("p")
         await pilot.pause()
     assert app.decisions == [ApprovalDecision(allow=True, remember="project", pattern="git commit *", by="user")]
@@ -256,5 +258,4 @@ def test_snapshot_command_with_risks(snap_compare: object) -> None:
 
 
 def test_snapshot_edit_diff_in_scope_step(snap_compare: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CONFIG_HOME", "/etc/xdg-fixed")  # the scope step names the user config file
     assert snap_compare(Host(edit()), terminal_size=(100, 34), run_before=_open_scope_step)  # type: ignore[operator]

@@ -56,14 +56,16 @@ def conversation() -> list[ev.Event]:
 
 def scripted_app(project: Path) -> AnvilApp:
     (project / "wordstat.py").write_text("")
-    return make_app(project, [])
+    # the sandbox off: the status bar then reads the same on machines with and without bubblewrap
+    return make_app(project, [], sandbox={"mode": "off"})
 
 
 async def replay(pilot: Pilot[Any], events: list[ev.Event], prompt: str = "Fix the failing test") -> None:
     app = pilot.app
     assert isinstance(app, AnvilApp)
     await wait_for(pilot, lambda: app.started)
-    app._add_user(prompt)
+    app.prompt.cursor_blink = False  # the cursor shown steadily: a blink must not decide the screenshot
+    app.add_user(prompt)
     for event in events:
         await app.renderer.dispatch(event)
     await app.renderer.end_assistant()
@@ -86,8 +88,9 @@ def test_a_conversation(snap_compare: Any, project: Path, theme: str) -> None:
 def test_the_approval_modal(snap_compare: Any, project: Path) -> None:
     app = scripted_app(project)
     request = ev.ApprovalRequested("c9", "run_command", {"command": "rm -rf build && python -m pytest -q"},
-                                   "Running rm -rf build", reasons=("deletes files recursively",),
-                                   suggested_pattern="rm -rf build")
+                                   "Running rm -rf build", command="rm -rf build && python -m pytest -q",
+                                   reasons=("deletes files recursively",),
+                                   suggested_pattern="rm -rf build", cwd="/home/me/project")
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await replay(pilot, [ev.ToolCallStarted("c9", "run_command", request.args, request.title)])

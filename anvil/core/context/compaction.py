@@ -16,8 +16,8 @@ Budgets are shares of the usable window, so the same rules hold for an 8k local 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, replace
 from typing import Any
 
 from anvil.core.context.meter import CHARS_PER_TOKEN, REPLY_PRIMING, ContextMeter
@@ -35,7 +35,7 @@ from anvil.core.context.snapshot import (
     tool_stub,
     transcript_blocks,
 )
-from anvil.core.model.litellm_model import ModelError
+from anvil.core.model.errors import ModelError
 
 KEEP_RESULTS_SHARE = 0.25  # newest tool results kept verbatim within this share of the usable window
 TIER1_TARGET_SHARE = 0.5  # tier 1 is enough when the history ends up under this share
@@ -59,6 +59,21 @@ class Outcome:
     ok: bool
     message: str = ""
     tokens_after: int = 0
+
+
+@dataclass
+class _Tier2:
+    """What tier 2 works from: the history, tier 1's result, and the budgets in this compaction's counts."""
+
+    messages: list[dict[str, Any]]
+    tier1: Outcome
+    known: dict[int, int]  # id(message) -> tokens, for messages already counted
+    usable: int
+    trigger: float
+    todos: str
+    focus: str | None
+    force_summary: bool
+    edit_tools: Collection[str]
 
 
 class Compactor:
@@ -128,7 +143,9 @@ class Compactor:
     # -- the whole compaction ---------------------------------------------------------------------
 
     async def compact(self, messages: list[dict[str, Any]], *, todos: str, focus: str | None = None,
-                      force_summary: bool = False) -> Outcome:
+                      force_summary: bool = False, edit_tools: Collection[str] = ()) -> Outcome:
+        """Tier 1, then tier 2 when tier 1 is not enough (or ``force_summary``). ``edit_tools``: the names of
+        the tools whose calls change files, for the snapshot's list of changed files."""
         used = self.meter.measure(messages)  # the provider's count when it gave one
         tokens = self.meter.message_tokens(messages)
         known = {id(m): t for m, t in zip(messages, tokens, strict=True)}
@@ -137,59 +154,63 @@ class Compactor:
         counted = self._weigh(messages, known)
         self._scale = min(max(used / counted, 1.0), 4.0) if counted else 1.0
         usable = int(self.meter.usable / self._scale)
-        trigger = self.trigger / self._scale
         stubbed = self.stub_results(messages, tokens, int(usable * KEEP_RESULTS_SHARE))
         after = self._weigh(stubbed, known)
         changed = any(a is not b for a, b in zip(stubbed, messages, strict=True))
+        tier1 = Outcome(stubbed, 1 if changed else 0, True, "", after)
         if not force_summary and after <= usable * TIER1_TARGET_SHARE:
-            return Outcome(stubbed, 1 if changed else 0, True, "", after)
+            return tier1
+        return await self._tier2(_Tier2(messages, tier1, known, usable, self.trigger / self._scale, todos, focus,
+                                        force_summary, edit_tools))
 
-        body = stubbed[1:]
-        body_tokens = [known.get(id(m)) or self.meter.counter.count_message(m) for m in body]
-        recent_budget = int(usable * RECENT_SHARE)
-        if force_summary:
+    async def _tier2(self, job: _Tier2) -> Outcome:
+        """A snapshot of the older part of the conversation, or tier 1's result when a snapshot cannot help."""
+        tier1, after = job.tier1, job.tier1.tokens_after
+        body = tier1.messages[1:]
+        body_tokens = [job.known.get(id(m)) or self.meter.counter.count_message(m) for m in body]
+        recent_budget = int(job.usable * RECENT_SHARE)
+        if job.force_summary:
             # Asked for (/compact, or an overflow): the recent share of a big window can hold a whole young
             # conversation, which would leave nothing to summarise. Keep at most half of it verbatim instead.
             recent_budget = min(recent_budget, sum(body_tokens) // 2)
         cut = self._recent_cut(body, body_tokens, recent_budget)
         older, recent = body[:cut], body[cut:]
         if not older or (len(older) == 1 and is_snapshot(older[0])):
-            fits = after <= trigger
-            note = ("there is nothing older to summarise yet" if fits else "nothing older is left to summarise: "
-                    "the most recent messages alone fill the context")
-            return Outcome(stubbed, 1 if changed else 0, fits, note, after)
-
-        person, cut_any = fit_person_messages(person_messages(older), int(usable * PERSON_SHARE) * CHARS_PER_TOKEN)
-        note = ("Some very long messages from the person were cut in the middle to fit the context."
-                if cut_any else "")
+            fits = after <= job.trigger
+            return replace(tier1, ok=fits, message="there is nothing older to summarise yet" if fits else
+                           "nothing older is left to summarise: the most recent messages alone fill the context")
+        person, cut_any = fit_person_messages(person_messages(older),
+                                              int(job.usable * PERSON_SHARE) * CHARS_PER_TOKEN)
+        note = "Some very long messages from the person were cut in the middle to fit the context." if cut_any else ""
+        files = changed_files(older, job.edit_tools)
 
         def snapshot_history(summary: str | None) -> list[dict[str, Any]]:
-            text = render_snapshot(person=person, summary=summary, todos=todos, files=changed_files(older), note=note)
-            return [messages[0], {"role": "user", "content": text}, *recent]
+            text = render_snapshot(person=person, summary=summary, todos=job.todos, files=files, note=note)
+            return [job.messages[0], {"role": "user", "content": text}, *recent]
 
         # The snapshot's fixed parts alone outweigh what they would replace: a summary cannot save anything.
-        if self._weigh(snapshot_history(None), known) >= after:
-            return Outcome(stubbed, 1 if changed else 0, after <= trigger, "the older messages are too short to be "
-                           "worth summarising", after)
+        if self._weigh(snapshot_history(None), job.known) >= after:
+            return replace(tier1, ok=after <= job.trigger,
+                           message="the older messages are too short to be worth summarising")
         summary, error = None, ""
         try:
-            summary = await self._summary(older, focus=focus, todos=todos)
+            summary = await self._summary(older, focus=job.focus, todos=job.todos)
         except ModelError as exc:
             error = exc.message
-        if summary is None and after <= usable:
-            return Outcome(stubbed, 1 if changed else 0, False,
-                           f"the summary request failed ({error}); only old tool results were stubbed", after)
+        if summary is None and after <= job.usable:
+            return replace(tier1, ok=False,
+                           message=f"the summary request failed ({error}); only old tool results were stubbed")
         if summary is not None:
-            summary = cut_middle(summary, int(usable * SUMMARY_SHARE) * CHARS_PER_TOKEN, "the summary")
+            summary = cut_middle(summary, int(job.usable * SUMMARY_SHARE) * CHARS_PER_TOKEN, "the summary")
         new = snapshot_history(summary)
-        new_after = self._weigh(new, known)
+        new_after = self._weigh(new, job.known)
         if summary is None:
             return Outcome(new, 2, False, f"the summary request failed ({error}); the snapshot keeps the "
                                           "person's messages, changed files and todos but no summary", new_after)
         if new_after >= after:  # a long-winded summary: the stubbed history is the smaller one
-            return Outcome(stubbed, 1 if changed else 0, after <= trigger, "the summary was longer than what it "
-                           "would replace; kept the history with stubs", after)
-        fits = new_after <= trigger
+            return replace(tier1, ok=after <= job.trigger, message="the summary was longer than what it would "
+                           "replace; kept the history with stubs")
+        fits = new_after <= job.trigger
         return Outcome(new, 2, fits, "" if fits else "the compacted history is still above the threshold", new_after)
 
     def _weigh(self, messages: list[dict[str, Any]], known: dict[int, int]) -> int:

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from anvil.core.events import ContextUsage
-from anvil.core.model.litellm_model import Usage, load_litellm
+from anvil.core.model.litellm_model import load_litellm
+from anvil.core.model.protocol import Usage
 
 CHARS_PER_TOKEN = 4  # the provider-neutral fallback when no tokenizer is available
 DEFAULT_WINDOW = 128_000  # when neither the config nor litellm knows the model

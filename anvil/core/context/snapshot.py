@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 SNAPSHOT_MARK = "[anvil context snapshot]"
 ENGINE_MARK = "[anvil]"  # user-role messages the engine writes (verification results): not the person's words
 STUB_MARK = "[anvil: old tool result removed"
-_FILE_TOOLS = {"write_file", "edit_file", "multi_edit", "apply_patch"}
-_PATCH_PATHS = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$", re.MULTILINE)
 _KEY_ARGS = ("path", "pattern", "command", "glob", "id", "offset", "limit")
 # The tag closing a person's message is chosen so that no message contains it (see render_snapshot).
 _USER_BLOCK = re.compile(r'<(user_message(?:_\d+)?) n="\d+">\n(.*?)\n</\1>', re.DOTALL)
@@ -183,8 +182,9 @@ def _snapshot_person_messages(text: str) -> list[str]:
     return found
 
 
-def changed_files(messages: list[dict[str, Any]]) -> list[str]:
-    """Files the model wrote or edited in ``messages`` (and those earlier snapshots listed), in order."""
+def changed_files(messages: list[dict[str, Any]], edit_tools: Collection[str]) -> list[str]:
+    """Files the model wrote or edited in ``messages`` (and those earlier snapshots listed), in order.
+    ``edit_tools``: the names of the tools whose calls change the file at their ``path``."""
     files: dict[str, None] = {}
     for message in messages:
         if is_snapshot(message):
@@ -194,16 +194,13 @@ def changed_files(messages: list[dict[str, Any]]) -> list[str]:
                     files[line[2:].strip()] = None
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            if function.get("name") in _FILE_TOOLS:
+            if function.get("name") in edit_tools:
                 try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                    path, patch = arguments.get("path"), arguments.get("input")
+                    path = json.loads(function.get("arguments") or "{}").get("path")
                 except (json.JSONDecodeError, AttributeError):
-                    path = patch = None
+                    path = None
                 if isinstance(path, str) and path:
                     files[path] = None
-                if isinstance(patch, str):  # apply_patch names its files in the patch
-                    files.update(dict.fromkeys(p.strip() for p in _PATCH_PATHS.findall(patch)))
     return list(files)
 
 

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from anvil.core.tools.shell.processes import signal_group, terminate_group
+from anvil.core.process_groups import signal_group, terminate_group
 
 #: bytes of stdout/stderr kept per hook; the rest is read and dropped so the hook never blocks on a full pipe
 OUTPUT_LIMIT = 64_000

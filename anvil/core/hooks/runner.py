@@ -1,6 +1,6 @@
 """Hooks: the person's shell commands, run at points of a session, that can watch and steer it.
 
-Config (a ``[hooks]`` table, :class:`HooksConfig`; Settings gets ``hooks: HooksConfig``)::
+Config (a ``[hooks]`` table in the settings, :class:`HooksConfig`)::
 
     [[hooks.pre_tool_use]]
     matcher = "edit_file|write_file|multi_edit"   # tool name: glob, or regex matching the whole name; omitted = all
@@ -24,7 +24,7 @@ run. What a hook's exit says:
 - anything else, a crash, a timeout, a command that cannot start, unreadable JSON: a notice for the person, and
   anvil goes on as if the hook were not there. A hook never raises into the agent and never hangs it.
 
-API for the agent (the lead wires it; every method returns a :class:`HookOutcome`, at once when no hook matches)::
+How the agent calls it (every method returns a :class:`HookOutcome`, at once when no hook matches)::
 
     hooks = HookRunner(settings.hooks, root, session_id)
     await hooks.session_start("startup" | "resume")       # context -> add to the first user message
@@ -57,7 +57,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from anvil.core.hooks.process import HookRun, run_hook_process
-from anvil.core.tools.shell.processes import NONINTERACTIVE_ENV, describe_exit
+from anvil.core.process_groups import NONINTERACTIVE_ENV, describe_exit
 
 HookEvent = Literal["session_start", "user_prompt_submit", "pre_tool_use", "post_tool_use", "pre_compact", "stop",
                     "session_end", "notification"]

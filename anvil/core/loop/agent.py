@@ -3,11 +3,12 @@
 ``run_turn(text)`` appends the person's message, then repeats: call the model with the tools, stream
 its text, run its tool calls in order and append their results, until it answers without a tool call,
 reaches ``max_iterations``, fails, is stuck, or is interrupted. Everything it does comes out as events.
+Its steps (``_model_step``, ``_tool_calls``, ``_after_reply``, ``_final_check``) share a :class:`TurnState`.
 
 Around that cycle, each in its own module: the context meter and compaction before every model call
-(``context.py``, ``compaction.py``; a context-overflow error compacts and retries the call once), loop
-guards after every tool result (``loop_guard.py``), stage words for front ends (``phases.py``), and the
-project's checks when a turn that changed files ends (``verify.py``).
+(``context/``; a context-overflow error compacts and retries the call once), one tool call from arguments
+to result (``tool_call.py``), loop guards after every tool result (``guard.py``), stage words for front
+ends (``stages.py``), and the project's checks when a turn that changed files ends (``verify.py``).
 
 Invariant kept on every exit path: each assistant tool call in the history has a tool result, so the
 history is always valid to send again (an interrupted call gets "interrupted by the user").
@@ -23,31 +24,34 @@ from typing import Any
 from anvil.core.context.compaction import Compactor
 from anvil.core.context.meter import ContextMeter, TokenCounter
 from anvil.core.events import (
-    AssistantMessage,
     CompactionFinished,
     CompactionStarted,
     ErrorEvent,
     Event,
     Notice,
     TextDelta,
-    ToolCallInfo,
+    ToolCall,
     ToolResultEvent,
     TurnEnded,
-    TurnEndReason,
     TurnStarted,
     UsageReport,
 )
 from anvil.core.hooks.runner import HookRunner, append_context
 from anvil.core.loop.guard import LoopGuard
-from anvil.core.loop.interrupt import Interrupted, Interrupter
+from anvil.core.loop.history import History
+from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.loop.stages import StageTracker
-from anvil.core.loop.tool_call import INTERRUPTED, CallOutcome, ToolCaller
-from anvil.core.loop.verify import FILE_TOOLS, RUNNING_TOOLS, CheckResult, failure_message, report, run_checks
-from anvil.core.model.litellm_model import Completion, LiteLLMModel, Model, ModelError, ToolCall
+from anvil.core.loop.tool_call import ToolCaller
+from anvil.core.loop.turn import TurnState, changed_files
+from anvil.core.loop.usage import UsageTotals
+from anvil.core.loop.verify import failure_message, report, run_checks
+from anvil.core.model.errors import ModelError
+from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.protocol import Completion, Model
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.session.store import Session
 from anvil.core.session.undo import rewind_history, rewind_points
-from anvil.core.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+from anvil.core.tools.base import ToolContext, ToolRegistry
 from anvil.core.tools.interaction import mode_reminder
 from anvil.core.tools.todos import render_todos
 
@@ -68,8 +72,10 @@ class Agent:
         self.session = session
         self.max_iterations = max_iterations
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *(history or [])]
+        self.history = History(self.messages, session)
         self.turn = 0
-        self.totals = {"prompt_tokens": 0, "completion_tokens": 0, "cost": 0.0}
+        self.usage = UsageTotals()
+        self.totals = self.usage.totals
         # litellm's tokenizer only for models litellm serves; the scripted model is counted by estimate
         counter = TokenCounter(model.name, use_litellm=isinstance(model, LiteLLMModel))
         self.context = ContextMeter(model.context_window, counter)
@@ -77,16 +83,12 @@ class Agent:
         self.guard = LoopGuard()
         self.stages = StageTracker()
         self.verify, self.verify_retries, self.verify_timeout = list(verify or []), verify_retries, verify_timeout
-        self._changed = False  # files changed since the last verification in this turn
-        self._stuck: str | None = None
-        self._end_turn = False
         self._told_mode: str | None = None  # the approval mode the model was last told about
-        self._checks: list[CheckResult] | None = []  # the last verification's results
         self._spent: list[UsageReport] = []  # usage of summary calls, reported after the compaction
         self._interrupt = Interrupter()
         self._steering: list[str] = []
         self.hooks = hooks
-        self.caller = ToolCaller(tools, ctx, self.policy, self._interrupt, self._record, hooks)
+        self.caller = ToolCaller(tools, ctx, self.policy, self._interrupt, self.history.record, hooks)
         if interactive:  # tools may ask the person (ask_user, plan approval); headless leaves ctx.ask None
             ctx.ask = self.caller.ask
 
@@ -139,163 +141,227 @@ class Agent:
         self._interrupt.clear()
         with contextlib.suppress(Interrupted):
             async for event in self._compaction("manual", focus=focus, force=True):
-                yield self._record(event)
+                yield self.history.record(event)
         if self.session is not None:
             self.session.sync()
 
     async def run_turn(self, text: str) -> AsyncIterator[Event]:
         self._interrupt.clear()
-        if self.hooks is not None:
-            submitted = await self.hooks.user_prompt_submit(text)
-            for notice in submitted.notices:
-                yield Notice(notice)
-            if submitted.blocked:  # a hook refused the prompt: nothing reaches the model or the history
-                yield ErrorEvent(f"A user_prompt_submit hook blocked this prompt: {submitted.message}", kind="hook")
-                return
-            text = append_context(text, submitted.additional_context)
-        self.turn += 1
-        begin_turn = getattr(self.ctx.checkpoints, "begin_turn", None)
-        if begin_turn is not None:  # the files this turn changes are snapshotted under its number
-            begin_turn(self.turn)
-        self._add_message({"role": "user", "content": text})
-        yield self._record(TurnStarted(self.turn, text, self.session.id if self.session else ""))
-        reminder = mode_reminder(self.policy.mode, self._told_mode)
-        if reminder is not None:  # the model cannot see the mode: say so, apart from the person's words
-            self._add_message({"role": "user", "content": reminder})
-        self.guard.reset()
-        self.stages.reset()
-        self._changed = False
-        reason: TurnEndReason = "done"
-        message = ""
-        iterations = 0
-        fix_until: int | None = None  # after failed checks: the model calls allowed for fixing them
-        while True:
-            if fix_until is not None and iterations >= fix_until:
-                break  # the extra calls for fixing are used up; the final check below reports the state
-            if fix_until is None and iterations >= self.max_iterations:
-                reason, message = "max_iterations", f"Stopped after {iterations} model calls (max_iterations)."
+        turn = TurnState(text)
+        async for event in self._submit(turn):
+            yield event
+        if turn.over:  # a hook refused the prompt: nothing reaches the model or the history
+            return
+        yield self._start(turn)
+        while self._may_call_model(turn):
+            async for event in self._model_step(turn):
+                yield event
+            if turn.over:
                 break
-            iterations += 1
-            for steer in self._steering:
-                self._add_message({"role": "user", "content": steer})
-            self._steering.clear()
-            completion: Completion | None = None
-            parts: list[str] = []
-            try:
-                async for item in self._model_step():
-                    if isinstance(item, str):
-                        parts.append(item)
-                        yield TextDelta(item)
-                    elif isinstance(item, Completion):
-                        completion = item
-                    else:
-                        yield self._record(item)
-            except ModelError as error:
-                self._keep_partial(parts)
-                yield self._record(ErrorEvent(error.message, error.retryable, error.kind))
-                reason, message = "error", error.message
-                break
-            except Interrupted:
-                self._keep_partial(parts)
-                reason = "interrupted"
-                break
-            assert completion is not None
-            yield self._on_completion(completion)
-            yield self._record(self._usage_event(completion))
-            yield self._record(self.context.after_response(completion.usage, self.messages))
-            if not completion.tool_calls:
-                if self.hooks is not None and not self._interrupt.is_set():
-                    stop = await self.hooks.stop(completion.text)
-                    for notice in stop.notices:
-                        yield self._record(Notice(notice))
-                    if stop.blocked:  # a stop hook wants more work: its reason goes to the model
-                        self._add_message({"role": "user", "content": f"[stop hook] {stop.message}"})
-                        continue
-                if not (self.verify and self._changed):
-                    break  # nothing to check, or the model stopped without changing anything since
-                async for event in self._verify():
-                    yield self._record(event)
-                if self._checks is None:
-                    reason = "interrupted"
-                    break
-                failed = [r for r in self._checks if not r.ok]
-                fix_until = iterations + self.verify_retries if fix_until is None else fix_until
-                if not failed or iterations >= fix_until:
-                    break
-                self.stages.last_test_failed = True
-                self._add_message({"role": "user", "content": failure_message(failed, fix_until - iterations)})
-                yield self._record(Notice(f"Verification failed ({', '.join(f'`{r.command}`' for r in failed)}); "
-                                          "the model is fixing it."))
-                continue
-            self._stuck = None
-            self._end_turn = False
-            for index, call in enumerate(completion.tool_calls):
-                if self._interrupt.is_set() or self._stuck:
-                    for skipped in completion.tool_calls[index:]:
-                        self._add_tool_result(skipped, INTERRUPTED if self._interrupt.is_set() else NOT_RUN)
-                    break
-                async for event in self._run_tool(call):
-                    yield event
-            if self._interrupt.is_set():
-                reason = "interrupted"
-                break
-            if self._end_turn:  # exit_plan_mode headless: the plan is the answer, nothing more to do
-                break
-            if self._stuck:
-                reason, message = "stuck", self._stuck
-                self._add_message({"role": "assistant", "content": f"[anvil stopped this turn] {message}"})
-                break
-        if reason == "done" and fix_until is not None:  # checks ran this turn: say where they ended
-            edited = self._changed
-            if edited:  # edits after the last check: check again so the report is about the end state
-                async for event in self._verify():
-                    yield self._record(event)
-            if self._checks is None:
-                reason = "interrupted"
+            assert turn.completion is not None
+            if turn.completion.tool_calls:
+                step = self._tool_calls(turn, turn.completion.tool_calls)
             else:
-                message = report(self._checks, changed=edited)
-                yield self._record(Notice(message))
-        if reason == "interrupted":
-            message = INTERRUPTED
-        self._told_mode = self.policy.mode
-        finish_turn = getattr(self.ctx.checkpoints, "finish_turn", None)
-        if finish_turn is not None:  # what anvil left on disk, to notice later changes made outside it
-            finish_turn(self.turn)
-        yield self._record(TurnEnded(self.turn, reason, iterations, message))
+                step = self._after_reply(turn, turn.completion)
+            async for event in step:
+                yield event
+        async for event in self._final_check(turn):
+            yield event
+        yield self._finish(turn)
         if self.session is not None:
             self.session.sync()
 
-    async def _verify(self) -> AsyncIterator[Event]:
-        """Run the configured checks into ``self._checks`` (None when interrupted), saying so first."""
-        yield Notice("Verifying the changes: " + ", ".join(f"`{command}`" for command in self.verify))
-        self._changed = False
-        try:
-            self._checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root,
-                                                                  self.verify_timeout))
-        except Interrupted:
-            self._checks = None
+    # -- the steps of a turn -------------------------------------------------------------------------
 
-    async def _model_step(self) -> AsyncIterator[Any]:
-        """Compact if the context is past the threshold, then call the model; an overflow compacts and retries once."""
-        await self.context.counter.ready()
-        if self.compactor.should_compact(self.context.measure(self.messages, self.tools.schemas())):
-            async for event in self._compaction("threshold"):
+    async def _submit(self, turn: TurnState) -> AsyncIterator[Event]:
+        """``user_prompt_submit`` hooks: they may add context to the prompt, or refuse it (the turn is over)."""
+        if self.hooks is None:
+            return
+        submitted = await self.hooks.user_prompt_submit(turn.prompt)
+        for notice in submitted.notices:
+            yield Notice(notice)
+        if submitted.blocked:
+            yield ErrorEvent(f"A user_prompt_submit hook blocked this prompt: {submitted.message}", kind="hook")
+            turn.over = True
+            return
+        turn.prompt = append_context(turn.prompt, submitted.additional_context)
+
+    def _start(self, turn: TurnState) -> TurnStarted:
+        """The prompt joins the history, under a new turn number (the checkpoints file changes under it)."""
+        self.turn += 1
+        turn.number = self.turn
+        self.ctx.checkpoints.begin_turn(self.turn)
+        self.history.add({"role": "user", "content": turn.prompt})
+        started = self.history.record(TurnStarted(self.turn, turn.prompt, self.session.id if self.session else ""))
+        reminder = mode_reminder(self.policy.mode, self._told_mode)
+        if reminder is not None:  # the model cannot see the mode: say so, apart from the person's words
+            self.history.add({"role": "user", "content": reminder})
+        self.guard.reset()
+        self.stages.reset()
+        return started
+
+    def _may_call_model(self, turn: TurnState) -> bool:
+        if turn.over:
+            return False
+        if turn.fix_until is not None:  # after failed checks: only the calls allowed for fixing them
+            return turn.iterations < turn.fix_until  # used up: the final check reports the state
+        if turn.iterations >= self.max_iterations:
+            turn.end("max_iterations", f"Stopped after {turn.iterations} model calls (max_iterations).")
+            return False
+        return True
+
+    async def _model_step(self, turn: TurnState) -> AsyncIterator[Event]:
+        """Steering messages join the history, the context is compacted when past the threshold, then one model
+        call, streamed; its reply goes to ``turn.completion``. A failure or an interrupt ends the turn."""
+        turn.iterations += 1
+        for steer in self._steering:
+            self.history.add({"role": "user", "content": steer})
+        self._steering.clear()
+        turn.completion, parts = None, []
+        try:
+            await self.context.counter.ready()
+            if self.compactor.should_compact(self.context.measure(self.messages, self.tools.schemas())):
+                async for event in self._compaction("threshold"):
+                    yield self.history.record(event)
+            async for event in self._call_model(turn, parts):
                 yield event
+        except ModelError as error:
+            self.history.add_partial(parts)
+            yield self.history.record(ErrorEvent(error.message, error.retryable, error.kind))
+            turn.end("error", error.message)
+            return
+        except Interrupted:
+            self.history.add_partial(parts)
+            turn.end("interrupted")
+            return
+        completion = turn.completion
+        assert completion is not None, "a model stream ended without a completion"
+        yield self.history.add_reply(completion)
+        yield self.history.record(self.usage.add(completion))
+        yield self.history.record(self.context.after_response(completion.usage, self.messages))
+
+    async def _call_model(self, turn: TurnState, parts: list[str]) -> AsyncIterator[Event]:
+        """Stream the model's reply (text into ``parts``); a context overflow compacts and retries once."""
         for attempt in (1, 2):
-            streamed = False
             try:
                 async for item in self._interrupt.stream(self.model, self.messages, self.tools.schemas()):
-                    streamed = streamed or isinstance(item, str)
-                    yield item
+                    match item:
+                        case str():
+                            parts.append(item)
+                            yield TextDelta(item)
+                        case Completion():
+                            turn.completion = item
+                        case _:
+                            yield self.history.record(item)
                 return
             except ModelError as error:
                 if error.kind == "context_overflow" and attempt == 2:
                     error.message += (". anvil compacted the history and retried once. Run /compact with a "
                                       "focus to shrink it further, or start a new session and restate the task.")
-                if error.kind != "context_overflow" or attempt == 2 or streamed:
+                if error.kind != "context_overflow" or attempt == 2 or parts:
                     raise
             async for event in self._compaction("overflow", force=True):
+                yield self.history.record(event)
+
+    async def _tool_calls(self, turn: TurnState, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """The reply's tool calls, in order; an interrupt or a loop guard skips the rest (each still gets a
+        result, so the history stays valid) and ends the turn."""
+        turn.stuck, turn.end_requested = None, False
+        for index, call in enumerate(calls):
+            if self._interrupt.is_set() or turn.stuck:
+                for skipped in calls[index:]:
+                    self.history.add_tool_result(skipped, INTERRUPTED if self._interrupt.is_set() else NOT_RUN)
+                break
+            async for event in self._run_tool(turn, call):
                 yield event
+        if self._interrupt.is_set():
+            turn.end("interrupted")
+        elif turn.end_requested:  # exit_plan_mode headless: the plan is the answer, nothing more to do
+            turn.end()
+        elif turn.stuck:
+            turn.end("stuck", turn.stuck)
+            self.history.add({"role": "assistant", "content": f"[anvil stopped this turn] {turn.stuck}"})
+
+    async def _run_tool(self, turn: TurnState, call: ToolCall) -> AsyncIterator[Event]:
+        outcome = self.caller.prepare(call)
+        async for event in self.caller.run(outcome, lambda prepared: self.stages.stage(prepared, self.ctx.root)):
+            yield event
+        result = outcome.result
+        self.history.add_tool_result(call, result.output)
+        yield self.history.record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
+                                           ("ok" if result.ok else "error"), result.output, result.diff,
+                                           round(time.monotonic() - outcome.started, 3),
+                                           outcome.tool.kind if outcome.tool else "other"))
+        yield self.history.record(self.context.after_message(self.messages))
+        turn.end_requested = turn.end_requested or result.end_turn
+        changed = changed_files(outcome.tool, result)
+        turn.changed = turn.changed or changed
+        self.stages.observe(outcome.prepared, result.ok, changed)
+        if not self._interrupt.is_set():
+            polls = outcome.tool is not None and outcome.tool.polls
+            turn.stuck = self.guard.observe(call.name, outcome.prepared.raw_args, result.ok, result.output,
+                                            result.summary, polls=polls)
+
+    async def _after_reply(self, turn: TurnState, completion: Completion) -> AsyncIterator[Event]:
+        """The model answered without tool calls. Stop hooks may send it back to work; a turn that changed files
+        is verified, and failed checks go back to the model for a bounded number of extra calls."""
+        if self.hooks is not None and not self._interrupt.is_set():
+            stop = await self.hooks.stop(completion.text)
+            for notice in stop.notices:
+                yield self.history.record(Notice(notice))
+            if stop.blocked:  # a stop hook wants more work: its reason goes to the model
+                self.history.add({"role": "user", "content": f"[stop hook] {stop.message}"})
+                return
+        if not (self.verify and turn.changed):
+            turn.end()  # nothing to check, or the model stopped without changing anything since
+            return
+        async for event in self._verify(turn):
+            yield self.history.record(event)
+        if turn.checks is None:
+            turn.end("interrupted")
+            return
+        failed = [r for r in turn.checks if not r.ok]
+        turn.fix_until = turn.iterations + self.verify_retries if turn.fix_until is None else turn.fix_until
+        if not failed or turn.iterations >= turn.fix_until:
+            turn.end()
+            return
+        self.stages.last_test_failed = True
+        self.history.add({"role": "user", "content": failure_message(failed, turn.fix_until - turn.iterations)})
+        yield self.history.record(Notice(f"Verification failed ({', '.join(f'`{r.command}`' for r in failed)}); "
+                                  "the model is fixing it."))
+
+    async def _final_check(self, turn: TurnState) -> AsyncIterator[Event]:
+        """When checks ran this turn, say where they ended (checking again if files changed since)."""
+        if turn.reason != "done" or turn.fix_until is None:
+            return
+        edited = turn.changed
+        if edited:  # edits after the last check: check again so the report is about the end state
+            async for event in self._verify(turn):
+                yield self.history.record(event)
+        if turn.checks is None:
+            turn.reason = "interrupted"
+            return
+        turn.message = report(turn.checks, changed=edited)
+        yield self.history.record(Notice(turn.message))
+
+    def _finish(self, turn: TurnState) -> TurnEnded:
+        if turn.reason == "interrupted":
+            turn.message = INTERRUPTED
+        self._told_mode = self.policy.mode
+        self.ctx.checkpoints.finish_turn(turn.number)  # what anvil left on disk, to notice later outside changes
+        return self.history.record(TurnEnded(turn.number, turn.reason, turn.iterations, turn.message))
+
+    async def _verify(self, turn: TurnState) -> AsyncIterator[Event]:
+        """Run the configured checks into ``turn.checks`` (None when interrupted), saying so first."""
+        yield Notice("Verifying the changes: " + ", ".join(f"`{command}`" for command in self.verify))
+        turn.changed = False
+        try:
+            turn.checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root, self.verify_timeout,
+                                                                    self.ctx.sandbox))
+        except Interrupted:
+            turn.checks = None
+
+    # -- compaction ----------------------------------------------------------------------------------
 
     async def _compaction(self, reason: str, *, focus: str | None = None, force: bool = False) -> AsyncIterator[Event]:
         """One compaction, as events (not yet recorded); the session gets the compacted history."""
@@ -306,8 +372,9 @@ class Agent:
         yield CompactionStarted(before, reason)
         self._spent.clear()
         try:
+            edit_tools = [tool.name for tool in self.tools.tools() if tool.kind == "edit"]
             outcome = await self.compactor.compact(self.messages, todos=render_todos(self.ctx.todos), focus=focus,
-                                                   force_summary=force)
+                                                   force_summary=force, edit_tools=edit_tools)
         except Interrupted:
             yield CompactionFinished(before, before, 0, False, "Interrupted: the history was left as it was.")
             raise
@@ -328,79 +395,6 @@ class Agent:
 
     async def _summarise(self, request: list[dict[str, Any]]) -> str:
         """The compactor's model call: same model, no tools, interruptible; its text is not shown."""
-        completion: Completion | None = None
-        async for item in self._interrupt.stream(self.model, request, []):
-            if isinstance(item, Completion):
-                completion = item
-        if completion is None:
-            raise ModelError("The summary call ended without a reply.", kind="compaction")
-        self._spent.append(self._usage_event(completion))
+        completion = await self._interrupt.complete(self.model, request)
+        self._spent.append(self.usage.add(completion))
         return completion.text
-
-    async def _run_tool(self, call: ToolCall) -> AsyncIterator[Event]:
-        outcome: CallOutcome | None = None
-        async for item in self.caller.run(call, lambda name, args, read_only: self.stages.stage(
-                name, args, self.ctx.root, read_only)):
-            if isinstance(item, CallOutcome):
-                outcome = item
-            else:
-                yield item
-        assert outcome is not None
-        tool, result = outcome.tool, outcome.result
-        self._add_tool_result(call, result.output)
-        yield self._record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
-                                           ("ok" if result.ok else "error"), result.output, result.diff,
-                                           round(time.monotonic() - outcome.started, 3)))
-        yield self._record(self.context.after_message(self.messages))
-        self._end_turn = self._end_turn or bool((result.data or {}).get("end_turn"))
-        changed = _changed_files(tool, result)
-        self._changed = self._changed or changed
-        self.stages.observe(call.name, outcome.raw_args, result.ok, changed)
-        if not self._interrupt.is_set():
-            self._stuck = self.guard.observe(call.name, outcome.raw_args, result.ok, result.output, result.summary)
-
-    # -- history and bookkeeping ---------------------------------------------------------------------
-
-    def _on_completion(self, completion: Completion) -> AssistantMessage:
-        message: dict[str, Any] = {"role": "assistant", "content": completion.text or None}
-        if completion.tool_calls:
-            message["tool_calls"] = [{"id": c.id, "type": "function",
-                                      "function": {"name": c.name, "arguments": c.arguments}}
-                                     for c in completion.tool_calls]
-        self._add_message(message)
-        calls = tuple(ToolCallInfo(c.id, c.name, c.arguments) for c in completion.tool_calls)
-        return self._record(AssistantMessage(completion.text, calls))
-
-    def _keep_partial(self, parts: list[str]) -> None:
-        if parts:
-            self._add_message({"role": "assistant", "content": "".join(parts) + "\n\n[interrupted]"})
-
-    def _add_tool_result(self, call: ToolCall, output: str) -> None:
-        self._add_message({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
-
-    def _add_message(self, message: dict[str, Any]) -> None:
-        self.messages.append(message)
-        if self.session is not None:
-            self.session.append({"t": "message", "message": message})
-
-    def _usage_event(self, completion: Completion) -> UsageReport:
-        usage = completion.usage
-        prompt = usage.prompt_tokens if usage else 0
-        output = usage.completion_tokens if usage else 0
-        self.totals["prompt_tokens"] += prompt
-        self.totals["completion_tokens"] += output
-        self.totals["cost"] += completion.cost or 0.0
-        return UsageReport(prompt, output, completion.cost, int(self.totals["prompt_tokens"]),
-                           int(self.totals["completion_tokens"]), round(float(self.totals["cost"]), 6))
-
-    def _record(self, event: Event) -> Any:
-        if self.session is not None:
-            self.session.append({"t": "event", "event": event.to_dict()})
-        return event
-
-
-def _changed_files(tool: Tool | None, result: ToolResult) -> bool:
-    """Whether a finished call changed the project's files (what makes a final verification worth running)."""
-    if tool is None or not result.ok or (result.data or {}).get("changed") is False:
-        return False
-    return tool.name in FILE_TOOLS or (not tool.read_only and tool.name not in RUNNING_TOOLS)

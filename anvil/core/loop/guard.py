@@ -6,8 +6,8 @@ Three rules, counted within one turn (a new message from the person is new infor
 - 3 failures in a row (other tools' successes in between do not count) with the same error signature:
   the tool and its output with numbers, paths' digits and spacing normalised, so "line 12" vs "line 14"
   or a new log file name does not hide a repeat;
-- the identical call made 5 times in a row, even if it succeeds (re-reading the same file); polling a
-  background command (command_output) counts only while it brings nothing new.
+- the identical call made 5 times in a row, even if it succeeds (re-reading the same file); a tool that
+  polls (``Tool.polls``: command_output) counts only while it brings nothing new.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 SAME_CALL_FAILURES = 3
 SAME_ERROR_FAILURES = 3
 IDENTICAL_CALLS = 5
-POLLING_TOOLS = frozenset({"command_output"})
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
 _SPACE = re.compile(r"\s+")
 
@@ -61,15 +60,17 @@ class LoopGuard:
         self._signatures.clear()
         self._last_key, self._last_output, self._repeats = "", "", 0
 
-    def observe(self, name: str, args: dict[str, Any], ok: bool, output: str, summary: str = "") -> str | None:
+    def observe(self, name: str, args: dict[str, Any], ok: bool, output: str, summary: str = "", *,
+                polls: bool = False) -> str | None:
         """Record one tool result; returns why the turn should stop (for the person), or None.
 
         ``summary`` is the result's one-line summary; it names the failure better than the output's first
-        line for tools whose output starts with a header (run_tests: "Ran `pytest`...").
+        line for tools whose output starts with a header (run_tests: "Ran `pytest`..."). ``polls``: the tool
+        is meant to be called repeatedly (see ``Tool.polls``).
         """
         key = call_key(name, args)
-        # Polling a background command is meant to repeat; it only counts when nothing new came back.
-        same = key == self._last_key and (name not in POLLING_TOOLS or output == self._last_output)
+        # Polling is meant to repeat; it only counts when nothing new came back.
+        same = key == self._last_key and (not polls or output == self._last_output)
         self._repeats = self._repeats + 1 if same else 1
         self._last_key, self._last_output = key, output
         what = describe_call(name, args)

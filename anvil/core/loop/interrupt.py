@@ -12,9 +12,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
 
-from anvil.core.model.litellm_model import Model, ModelError
+from anvil.core.model.errors import ModelError
+from anvil.core.model.protocol import Completion, Model
 
 T = TypeVar("T")
+#: what the model reads (and the person sees) for a call or a request the person interrupted
+INTERRUPTED = "Interrupted by the user."
 
 
 class Interrupted(Exception):
@@ -51,6 +54,14 @@ class Interrupter:
         with contextlib.suppress(BaseException):
             await work
         raise Interrupted
+
+    async def complete(self, model: Model, messages: list[dict[str, Any]]) -> Completion:
+        """One model call offering no tools, to its completion (the compactor's summaries: not shown)."""
+        async for item in self.stream(model, messages, []):
+            match item:
+                case Completion():
+                    return item
+        raise ModelError("The summary call ended without a reply.", kind="compaction")
 
     async def stream(self, model: Model, messages: list[dict[str, Any]],
                      tools: list[dict[str, Any]]) -> AsyncIterator[Any]:

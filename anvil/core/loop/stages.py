@@ -1,4 +1,5 @@
-"""Stage words for front ends, derived from the tool calls: what the model is doing, in one word.
+"""Stage words for front ends, derived from the tool calls and their tools' traits: what the model is doing,
+in one word.
 
 exploring (reading, searching), planning (todo list), creating (a new file), editing (changing files),
 testing (running tests before changing anything), fixing (editing after a failed test or check run),
@@ -10,12 +11,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from anvil.core.tools.base import PreparedCall
 
 Stage = Literal["exploring", "planning", "creating", "editing", "testing", "fixing", "verifying"]
 
-_EXPLORING = {"read_file", "grep", "glob", "list_files", "todo_read", "command_output"}
-_EDITS = {"edit_file", "multi_edit", "apply_patch"}
 _TEST_COMMAND = re.compile(
     r"(^|[\s;&|(/])(pytest|py\.test|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest)\b"
     r"|\b(python3?|uv run|poetry run)\s+-m\s+(pytest|unittest)\b"
@@ -23,6 +24,20 @@ _TEST_COMMAND = re.compile(
 _CHECK_COMMAND = re.compile(r"(^|[\s;&|(/])(ruff|mypy|pyright|flake8|pylint|eslint|tsc|black\s+--check|"
                             r"cargo\s+(check|clippy)|go\s+vet|shellcheck)\b")
 _LOOK_COMMAND = re.compile(r"^\s*(ls|cat|head|tail|find|tree|wc|pwd|rg|grep|git\s+(status|diff|log|show|blame))\b")
+
+
+def _command(call: PreparedCall) -> str | None:
+    """The shell command a call runs (for tools that run one and arguments that validated)."""
+    if call.tool is None or call.args is None:
+        return None
+    return call.tool.command(call.args)
+
+
+def _runs_tests(call: PreparedCall) -> bool:
+    if call.tool is not None and call.tool.runs_tests:
+        return True
+    command = _command(call)
+    return command is not None and bool(_TEST_COMMAND.search(command))
 
 
 class StageTracker:
@@ -35,41 +50,40 @@ class StageTracker:
         self.edited_since_test = False
         self.last_test_failed = False
 
-    def stage(self, name: str, args: dict[str, Any], root: Path | None = None,
-              read_only: bool = True) -> Stage | None:
-        """The stage a call starts; None when the call says nothing about it (e.g. an unknown command)."""
-        if name in _EXPLORING:
+    def stage(self, call: PreparedCall, root: Path | None = None) -> Stage | None:
+        """The stage a call starts, from its tool's traits; None when the call says nothing about it (e.g. an
+        unknown command)."""
+        tool = call.tool
+        if tool is None:
             return "exploring"
-        if name == "todo_write":
+        if tool.kind == "think":
             return "planning"
-        if name == "write_file" and root is not None and isinstance(args.get("path"), str):
-            try:
-                exists = (root / args["path"]).exists()
-            except (OSError, ValueError):  # a name the file system rejects: the tool will say so
-                exists = True
-            if not exists:
-                return "creating"
-        if name in _EDITS or name == "write_file":
-            return "fixing" if self.last_test_failed else "editing"
-        if name == "run_tests":
+        if tool.kind == "edit":
+            return "creating" if _creates(call, root) else "fixing" if self.last_test_failed else "editing"
+        if _runs_tests(call):
             return "verifying" if self.edited_since_test else "testing"
-        if name == "run_command":
-            command = str(args.get("command", ""))
-            if _TEST_COMMAND.search(command):
-                return "verifying" if self.edited_since_test else "testing"
+        command = _command(call)
+        if command is not None:
             if _CHECK_COMMAND.search(command):
                 return "verifying"
-            if _LOOK_COMMAND.search(command):
-                return "exploring"
-            return None
-        return "exploring" if read_only else None
+            return "exploring" if _LOOK_COMMAND.search(command) else None
+        return None if tool.mutates else "exploring"
 
-    def observe(self, name: str, args: dict[str, Any], ok: bool, changed_files: bool) -> None:
+    def observe(self, call: PreparedCall, ok: bool, changed_files: bool) -> None:
         """Update the memory with a finished call (``changed_files``: it changed the project's files)."""
-        is_test = name == "run_tests" or (name == "run_command" and bool(_TEST_COMMAND.search(
-            str(args.get("command", "")))))
-        if is_test:
+        if _runs_tests(call):
             self.last_test_failed = not ok
             self.edited_since_test = False
         elif changed_files:
             self.edited_since_test = True
+
+
+def _creates(call: PreparedCall, root: Path | None) -> bool:
+    """An edit of a path that does not exist yet (writing a new file)."""
+    path = call.raw_args.get("path")
+    if root is None or not isinstance(path, str):
+        return False
+    try:
+        return not (root / path).exists()
+    except (OSError, ValueError):  # a name the file system rejects: the tool will say so
+        return False

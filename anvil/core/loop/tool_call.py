@@ -17,32 +17,37 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from anvil.core.events import ApprovalAnswered, ApprovalDecision, ApprovalRequested, Event, Notice, ToolCallStarted
-from anvil.core.hooks.runner import HookRunner, append_context
-from anvil.core.loop.interrupt import Interrupted, Interrupter
-from anvil.core.model.litellm_model import ToolCall
-from anvil.core.policy.approval import ApprovalPolicy, Verdict
-from anvil.core.tools.base import (
-    PreparedCall,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolRegistry,
-    ToolResult,
-    format_validation,
+from anvil.core.events import (
+    ApprovalAnswered,
+    ApprovalDecision,
+    ApprovalRequested,
+    Event,
+    Notice,
+    ToolCall,
+    ToolCallStarted,
 )
-
-INTERRUPTED = "Interrupted by the user."
+from anvil.core.hooks.runner import HookRunner, append_context
+from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
+from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.verdict import Verdict
+from anvil.core.tools.base import PreparedCall, Tool, ToolContext, ToolRegistry, ToolResult, format_validation
+from anvil.core.tools.errors import ToolError
 
 
 @dataclass
 class CallOutcome:
-    """The last item :meth:`ToolCaller.run` yields: what the loop needs to book the call."""
+    """One tool call as it goes through :meth:`ToolCaller.run`; ``result`` is set when the run is over."""
 
-    tool: Tool | None
-    raw_args: dict[str, Any]
-    result: ToolResult
+    call: ToolCall
+    prepared: PreparedCall
+    #: the label front ends show ("Reading app.py")
+    phase: str
+    result: ToolResult = field(default_factory=lambda: ToolResult("The call did not run.", ok=False))
     started: float = field(default_factory=time.monotonic)
+
+    @property
+    def tool(self) -> Tool | None:
+        return self.prepared.tool
 
 
 class ToolCaller:
@@ -81,107 +86,113 @@ class ToolCaller:
             self._notifications.add(task)
             task.add_done_callback(self._notifications.discard)
 
-    async def run(self, call: ToolCall, stage: Callable[[str, dict[str, Any], bool], str | None]
-                  ) -> AsyncIterator[Event | CallOutcome]:
+    def prepare(self, call: ToolCall) -> CallOutcome:
+        """Parse and validate a call's arguments: the outcome :meth:`run` then completes."""
         prepared = self.tools.prepare(call.name, call.arguments)
         tool = prepared.tool
         phase = tool.phase(prepared.args) if tool and prepared.error is None else call.name
-        yield self.record(ToolCallStarted(call.id, call.name, prepared.raw_args, phase,
-                                          stage=stage(call.name, prepared.raw_args, tool.read_only if tool else True)))
-        started = time.monotonic()
+        return CallOutcome(call, prepared, phase)
+
+    async def run(self, outcome: CallOutcome, stage: Callable[[PreparedCall], str | None]) -> AsyncIterator[Event]:
+        """The call's events as they happen; ``outcome.result`` holds what the model reads afterwards."""
+        call, prepared = outcome.call, outcome.prepared
+        yield self.record(ToolCallStarted(call.id, call.name, prepared.raw_args, outcome.phase,
+                                          stage=stage(prepared), kind=prepared.tool.kind if prepared.tool else "other"))
+        outcome.started = time.monotonic()
+        tool = prepared.tool
         if prepared.error is not None or tool is None:
-            result = ToolResult(prepared.error or "Unknown tool.", ok=False, summary="invalid call")
-            yield CallOutcome(tool, prepared.raw_args, result, started)
+            outcome.result = ToolResult(prepared.error or "Unknown tool.", ok=False, summary="invalid call")
             return
-        pre = await self.hooks.pre_tool_use(call.name, prepared.raw_args, call.id) if self.hooks else None
+        async for event in self._approve_and_run(outcome, tool):
+            yield event
+        if self.hooks is not None and not self.interrupt.is_set():
+            post = await self.hooks.post_tool_use(call.name, outcome.prepared.raw_args, outcome.result, call.id)
+            for notice in post.notices:
+                yield self.record(Notice(notice))
+            if post.additional_context:
+                outcome.result.output = append_context(outcome.result.output, post.additional_context)
+        for event in self.pending:
+            yield self.record(event)
+        self.pending.clear()
+
+    async def _approve_and_run(self, outcome: CallOutcome, tool: Tool) -> AsyncIterator[Event]:
+        """``pre_tool_use`` hooks, the policy (and the person), then the tool: ``outcome.result`` at the end."""
+        call = outcome.call
+        pre = await self.hooks.pre_tool_use(call.name, outcome.prepared.raw_args, call.id) if self.hooks else None
         if pre is not None:
             for notice in pre.notices:
                 yield self.record(Notice(notice))
             if pre.updated_input is not None:
-                prepared = _revalidate(tool, pre.updated_input, prepared)
-        if pre is not None and pre.blocked:
-            result = ToolResult(pre.message or "Blocked by a hook.", ok=False, summary="blocked by hook")
-        elif prepared.error is not None:
-            result = ToolResult(prepared.error, ok=False, summary="invalid input from hook")
+                outcome.prepared = _revalidate(tool, pre.updated_input, outcome.prepared)
+            if pre.blocked:
+                outcome.result = ToolResult(pre.message or "Blocked by a hook.", ok=False, summary="blocked by hook")
+                return
+        if outcome.prepared.error is not None:
+            outcome.result = ToolResult(outcome.prepared.error, ok=False, summary="invalid input from hook")
+            return
+        verdict = self.policy.evaluate(tool, outcome.prepared.args, self.ctx)
+        if verdict.action == "ask" and not verdict.person_only and pre is not None and pre.decision == "approve":
+            verdict = Verdict("allow", by="hook")
+        decision = _Decision()
+        async for event in self._decide(outcome, tool, verdict, decision):
+            yield event
+        if decision.answer.allow:
+            self.ctx.state["call_id"] = call.id  # request events a tool emits name the call they belong to
+            async for event in self._execute(tool, outcome):
+                yield self.record(event)
+        elif self.interrupt.is_set():
+            outcome.result = ToolResult(INTERRUPTED, ok=False, summary="interrupted")
         else:
-            verdict = self.policy.evaluate(tool, prepared.args, self.ctx)
-            if verdict.action == "ask" and pre is not None and pre.decision == "approve":
-                verdict = Verdict("allow", by="hook")
-            decision: ApprovalDecision | None = None
-            async for item in self._decide(call, tool, prepared, phase, verdict):
-                if isinstance(item, ApprovalDecision):
-                    decision = item
-                else:
-                    yield item
-            assert decision is not None
-            if decision.allow:
-                self.ctx.state["call_id"] = call.id  # request events a tool emits name the call they belong to
-                result = ToolResult("", ok=False)
-                async for item in self._execute(tool, prepared.args):
-                    if isinstance(item, ToolResult):
-                        result = item
-                    else:
-                        yield self.record(item)
-            elif self.interrupt.is_set():
-                result = ToolResult(INTERRUPTED, ok=False, summary="interrupted")
-            else:
-                text = f"The person denied this {call.name} call." if decision.by == "user" else decision.message
-                if decision.by == "user" and decision.message:
-                    text += f" Their message: {decision.message}"
-                result = ToolResult(text or f"The {call.name} call was refused.", ok=False, summary="denied")
-        if self.hooks is not None and not self.interrupt.is_set():
-            post = await self.hooks.post_tool_use(call.name, prepared.raw_args, result, call.id)
-            for notice in post.notices:
-                yield self.record(Notice(notice))
-            if post.additional_context:
-                result.output = append_context(result.output, post.additional_context)
-        for event in self.pending:
-            yield self.record(event)
-        self.pending.clear()
-        yield CallOutcome(tool, prepared.raw_args, result, started)
+            outcome.result = _denied(call.name, decision.answer)
 
-    async def _decide(self, call: ToolCall, tool: Tool, prepared: PreparedCall, phase: str,
-                      verdict: Verdict) -> AsyncIterator[Event | ApprovalDecision]:
-        """The policy's verdict, or the person's answer when it says ask; every decision is recorded."""
+    async def _decide(self, outcome: CallOutcome, tool: Tool, verdict: Verdict,
+                      decision: _Decision) -> AsyncIterator[Event]:
+        """The policy's verdict, or the person's answer when it says ask, into ``decision``; every decision is
+        recorded."""
+        call = outcome.call
         if verdict.action != "ask":
             allowed = verdict.action == "allow"
             if verdict.by != "no approval needed":  # rules, auto-approve, hooks, hard-deny: on the record
                 yield self.record(ApprovalAnswered(call.id, call.name, allowed, verdict.by, verdict.message))
-            yield ApprovalDecision(allowed, verdict.message, by=verdict.by or "policy")
+            decision.answer = ApprovalDecision(allowed, verdict.message, by=verdict.by or "policy")
             return
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        diff = tool.preview(prepared.args, self.ctx)
-        yield ApprovalRequested(call.id, call.name, prepared.raw_args, phase, reasons=verdict.reasons,
-                                suggested_pattern=verdict.suggested_pattern, diff=diff, future=future)
-        self._notify(f"anvil needs your approval: {phase}")
+        diff = tool.preview(outcome.prepared.args, self.ctx)
+        yield ApprovalRequested(call.id, call.name, outcome.prepared.raw_args, outcome.phase, reasons=verdict.reasons,
+                                suggested_pattern=verdict.suggested_pattern, diff=diff,
+                                command=tool.command(outcome.prepared.args),
+                                cwd=str(verdict.cwd) if verdict.cwd else None,
+                                rule_files={scope: str(path) for scope, path in self.policy.files.items()},
+                                future=future)
+        self._notify(f"anvil needs your approval: {outcome.phase}")
         try:
-            decision = await self.interrupt.until(future)
+            answer = await self.interrupt.until(future)
         except Interrupted:
-            decision = ApprovalDecision(False, INTERRUPTED, by="interrupt")
-        if decision.allow and decision.remember and decision.pattern:
-            self.policy.remember(call.name, decision.pattern, decision.remember)
-        yield self.record(ApprovalAnswered(call.id, call.name, decision.allow, decision.by, decision.message,
-                                           decision.pattern))
-        yield decision
+            answer = ApprovalDecision(False, INTERRUPTED, by="interrupt")
+        if answer.allow and answer.remember and answer.pattern:
+            self.policy.remember(call.name, answer.pattern, answer.remember)
+        yield self.record(ApprovalAnswered(call.id, call.name, answer.allow, answer.by, answer.message,
+                                           answer.pattern))
+        decision.answer = answer
 
-    async def _execute(self, tool: Tool, args: Any) -> AsyncIterator[Event | ToolResult]:
-        """Run the tool as a task, passing on what it emits meanwhile; the last item is its result."""
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+    async def _execute(self, tool: Tool, outcome: CallOutcome) -> AsyncIterator[Event]:
+        """Run the tool as a task, passing on what it emits meanwhile; its result goes to ``outcome``."""
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._live = queue
-        task = asyncio.ensure_future(self._guarded(tool, args))
-        task.add_done_callback(lambda _: queue.put_nowait(task))
+        task = asyncio.ensure_future(self._guarded(tool, outcome.prepared.args))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
         try:
-            while (item := await queue.get()) is not task:
-                yield item
+            while (event := await queue.get()) is not None:
+                yield event
         finally:
             self._live = None
             if not task.done():  # the loop itself was cancelled: do not leave the tool running
                 task.cancel()
         while not queue.empty():  # emitted in the same tick the tool finished
-            item = queue.get_nowait()
-            if item is not task:
-                yield item
-        yield task.result()
+            event = queue.get_nowait()
+            if event is not None:
+                yield event
+        outcome.result = task.result()
 
     async def _guarded(self, tool: Tool, args: Any) -> ToolResult:
         try:
@@ -193,6 +204,21 @@ class ToolCaller:
         except Exception as exc:  # a bug in a tool must not end the session
             return ToolResult(f"The {tool.name} tool failed unexpectedly: {type(exc).__name__}: {exc}",
                               ok=False, summary="internal error")
+
+
+@dataclass
+class _Decision:
+    """Whether a call may run, once the policy or the person decided."""
+
+    answer: ApprovalDecision = field(default_factory=lambda: ApprovalDecision(False, "Not decided.", by="policy"))
+
+
+def _denied(name: str, decision: ApprovalDecision) -> ToolResult:
+    """What the model reads when a call was refused, by the person or by the policy."""
+    text = f"The person denied this {name} call." if decision.by == "user" else decision.message
+    if decision.by == "user" and decision.message:
+        text += f" Their message: {decision.message}"
+    return ToolResult(text or f"The {name} call was refused.", ok=False, summary="denied")
 
 
 def _revalidate(tool: Tool, raw: dict[str, Any], prepared: PreparedCall) -> PreparedCall:

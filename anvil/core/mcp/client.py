@@ -1,6 +1,6 @@
 """MCP servers: connecting to them in the background and keeping them for the session.
 
-Configuration (the lead adds ``mcp_servers: dict[str, McpServerConfig]`` to the settings)::
+Configuration (``mcp_servers`` in the settings, a :class:`McpServerConfig` per server)::
 
     [mcp_servers.github]
     command = "npx"
@@ -37,7 +37,8 @@ from typing import Any, Literal
 
 from anvil.core.mcp.config import McpServerConfig, ServerState, ServerStatus, expand_env
 from anvil.core.mcp.tools import McpTool, describe_resource
-from anvil.core.tools.base import Tool, ToolError, ToolRegistry
+from anvil.core.tools.base import Tool, ToolRegistry
+from anvil.core.tools.errors import ToolError
 
 #: ``@server:uri`` in a prompt attaches that resource (see :meth:`McpManager.attach_resources`).
 RESOURCE_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_-]+):(\S+)")
@@ -278,16 +279,12 @@ class McpServer:
 class McpManager:
     """Every configured server, started in the background; tools of ready servers, status for ``/mcp``."""
 
-    def __init__(self, config: dict[str, McpServerConfig], root: Path, *, log_dir: Path | None = None,
+    def __init__(self, config: dict[str, McpServerConfig], root: Path, *, log_dir: Path,
                  on_message: Callable[[str], None] | None = None,
                  on_change: Callable[[], None] | None = None) -> None:
-        """``on_message`` gets each failure report (once per server); ``on_change`` is called whenever a
-        server becomes ready, fails or stops - the moment to call :meth:`sync_registry` and refresh ``/mcp``.
-        Both run on the event loop, in the server's task."""
-        if log_dir is None:
-            from anvil.config import data_dir
-
-            log_dir = data_dir() / "mcp"
+        """``log_dir`` holds each stdio server's stderr. ``on_message`` gets each failure report (once per
+        server); ``on_change`` is called whenever a server becomes ready, fails or stops - the moment to call
+        :meth:`sync_registry` and refresh ``/mcp``. Both run on the event loop, in the server's task."""
         self.messages: list[str] = []
         self.on_message = on_message
         self.on_change = on_change

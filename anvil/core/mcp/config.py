@@ -1,4 +1,4 @@
-"""Configuration of MCP servers (``[mcp_servers.<name>]``) and the status ``/mcp`` shows; see mcp_client.py."""
+"""Configuration of MCP servers (``[mcp_servers.<name>]``) and the status ``/mcp`` shows; see client.py."""
 
 from __future__ import annotations
 

@@ -15,14 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ConfigDict
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-
-if TYPE_CHECKING:
-    from anvil.core.mcp.client import McpServer
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 
 PREFIX = "mcp__"
 MAX_NAME = 64
@@ -43,6 +41,15 @@ def tool_name(server: str, tool: str) -> str:
     return name
 
 
+class McpConnection(Protocol):
+    """What a tool needs of its server (:class:`anvil.core.mcp.client.McpServer`): its name, and a call."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Any: ...
+
+
 class McpArgs(ToolArgs):
     """Whatever the server's schema describes: kept as extra fields and passed through."""
 
@@ -53,8 +60,10 @@ class McpTool(Tool):
     """One tool of one MCP server. Instances carry their own name and description."""
 
     Args = McpArgs
+    kind = "other"  # anvil cannot tell what a server's tool does; whether it mutates comes from the server
+    approval = "rule"  # code we know nothing about; rules like mcp__server__*(*) allow it without asking
 
-    def __init__(self, server: McpServer, remote: Any) -> None:
+    def __init__(self, server: McpConnection, remote: Any) -> None:
         self.server = server
         self.remote_name: str = remote.name
         # name/description are class-level on built-in tools; MCP tools are made at run time, one per instance
@@ -62,7 +71,8 @@ class McpTool(Tool):
         text = (remote.description or getattr(remote, "title", None) or "").strip()
         self.description = (f"[MCP server '{server.name}'] {text or remote.name}")[:MAX_DESCRIPTION]  # type: ignore[misc]
         annotations = getattr(remote, "annotations", None)
-        self.read_only = bool(annotations is not None and annotations.read_only_hint)  # type: ignore[misc]
+        # code anvil knows nothing about changes things unless its server says it only reads
+        self.mutates = not (annotations is not None and annotations.read_only_hint)  # type: ignore[misc]
         schema = dict(remote.input_schema or {})
         schema.pop("title", None)
         schema.setdefault("type", "object")
@@ -72,9 +82,6 @@ class McpTool(Tool):
     def schema(self) -> dict[str, Any]:
         return {"type": "function", "function": {"name": self.name, "description": self.description,
                                                  "parameters": self.input_schema}}
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True  # code we know nothing about; rules like mcp__server__*(*) allow it without asking
 
     def phase(self, args: Any) -> str:
         return f"{self.server.name}: {self.remote_name}"

@@ -1,8 +1,4 @@
-"""The model seam: a small protocol, and its implementation on litellm.
-
-A model streams ``str`` text deltas, :class:`~anvil.core.events.Retrying` notices, and finally one
-:class:`Completion` (the assembled message with its tool calls, usage and cost). Failures are raised
-as :class:`ModelError`, which carries one friendly sentence and whether retrying could help.
+"""The model protocol on litellm: any litellm model string, always streaming, retried within bounds.
 
 litellm takes seconds to import, so it is imported lazily (:func:`load_litellm`) and can be warmed
 piece by piece (:data:`LITELLM_DEPENDENCIES` with :func:`preload`, then :func:`load_litellm`,
@@ -15,63 +11,14 @@ import asyncio
 import contextlib
 import importlib
 import os
-import random
-import re
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from anvil.core.events import Retrying
-
-
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-
-
-@dataclass
-class Completion:
-    text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage | None = None
-    cost: float | None = None
-    finish_reason: str | None = None
-
-
-StreamItem = str | Retrying | Completion
-
-
-class ModelError(Exception):
-    """A model failure with one sentence for the person and a retry verdict."""
-
-    def __init__(self, message: str, *, retryable: bool = False, kind: str = "error") -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.kind = kind
-
-
-class Model(Protocol):
-    name: str
-
-    def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
-        """Stream one reply to ``messages``, offering ``tools``."""
-        ...
-
-    def context_window(self) -> int | None:
-        """The model's input window in tokens, when known."""
-        ...
-
+from anvil.core.model.chunks import StreamAssembler
+from anvil.core.model.errors import RetryPolicy, classify_error
+from anvil.core.model.protocol import StreamItem, Usage
 
 # ---------------------------------------------------------------------------------------------
 # litellm, loaded lazily
@@ -140,98 +87,6 @@ def warm_tool_calls() -> None:
     """Import what litellm's first request with tools imports (see ``_TOOL_CALL_MODULES``), ahead of it."""
     load_litellm()  # first: litellm must be configured (offline price map) by its first import
     preload(*_TOOL_CALL_MODULES)
-
-
-# ---------------------------------------------------------------------------------------------
-# errors: litellm exception -> (retry?, friendly text)
-
-_RETRYABLE = {
-    "RateLimitError": ("rate_limit", "The provider is rate-limiting requests"),
-    "ServiceUnavailableError": ("overloaded", "The provider is overloaded"),
-    "InternalServerError": ("server", "The provider had a server error"),
-    "BadGatewayError": ("server", "The provider had a gateway error"),
-    "Timeout": ("timeout", "The request to the provider timed out"),
-    "APIConnectionError": ("connection", "Could not connect to the provider"),
-}
-_FATAL = {
-    "AuthenticationError": ("auth", "The provider rejected the API key"),
-    "PermissionDeniedError": ("auth", "The provider refused access to this model"),
-    "NotFoundError": ("not_found", "The provider does not know this model"),
-    "ContextWindowExceededError": ("context_overflow", "The conversation is longer than the model's context"),
-    "ContentPolicyViolationError": ("content_policy", "The provider refused the request (content policy)"),
-    "BadRequestError": ("bad_request", "The provider rejected the request"),
-    "UnprocessableEntityError": ("bad_request", "The provider rejected the request"),
-}
-
-
-def classify_error(exc: BaseException, model: str, api_base: str | None = None) -> ModelError:
-    """Map a litellm (or transport) exception to a :class:`ModelError`."""
-    text = str(exc).replace("\n", " ").strip()
-    detail = _LITELLM_PREFIX.sub("", text)[:300] or type(exc).__name__
-    if _is_connection_failure(exc, text):
-        where = f" at {api_base}" if api_base else ""
-        return ModelError(f"Could not connect to the provider{where}: {detail}. Check that the server is "
-                          "running and the address is right.", retryable=True, kind="connection")
-    if "LLM Provider NOT provided" in text:
-        return ModelError(
-            f"anvil doesn't know which provider serves '{model}'. Use a litellm model string such as "
-            "'anthropic/claude-sonnet-4-5' or 'openai/gpt-4o', or 'openai/<name>' with --api-base for a "
-            "local OpenAI-compatible server.", kind="unknown_model")
-    # Walk the class hierarchy so subclasses (ContextWindowExceededError < BadRequestError) map first.
-    for cls in type(exc).__mro__:
-        name = cls.__name__
-        if name in _FATAL:
-            kind, lead = _FATAL[name]
-            hint = _hint(kind, model, api_base)
-            return ModelError(f"{lead} ({model}): {detail}{hint}", kind=kind)
-        if name in _RETRYABLE:
-            kind, lead = _RETRYABLE[name]
-            where = f" at {api_base}" if api_base and kind == "connection" else ""
-            return ModelError(f"{lead}{where}: {detail}", retryable=True, kind=kind)
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and (status == 429 or status >= 500):
-        return ModelError(f"The provider answered {status}: {detail}", retryable=True, kind="server")
-    if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
-        return ModelError(f"Could not reach the provider: {detail}", retryable=True, kind="connection")
-    return ModelError(f"The model call failed ({type(exc).__name__}): {detail}", kind="error")
-
-
-# litellm prefixes messages with class names: "litellm.RateLimitError: RateLimitError: OpenAIException - ..."
-_LITELLM_PREFIX = re.compile(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?")
-
-
-def _is_connection_failure(exc: BaseException, text: str) -> bool:
-    # litellm wraps a refused connection as InternalServerError("Connection error."); look at the causes too.
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            break
-        if type(seen).__name__ in {"APIConnectionError", "ConnectError", "ConnectionRefusedError"}:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return "Connection error" in text
-
-
-def _hint(kind: str, model: str, api_base: str | None) -> str:
-    if kind == "auth":
-        provider = model.split("/", 1)[0].upper() if "/" in model else "the provider's"
-        return f". Set {provider}_API_KEY (or ANVIL_API_KEY) to a valid key."
-    if kind == "not_found":
-        return ". Check the model name with --model."
-    return ""
-
-
-@dataclass
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter."""
-
-    max_attempts: int = 5
-    base_delay: float = 1.0
-    max_delay: float = 30.0
-
-    def delay(self, attempt: int) -> float:
-        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
-        return random.uniform(ceiling / 2, ceiling)
 
 
 _OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "lm_studio/", "ollama/", "ollama_chat/", "llamafile/")
@@ -307,13 +162,13 @@ class LiteLLMModel:
             started_output = False
             try:
                 response = await litellm.acompletion(**self._request(messages, tools))
-                builder = _CompletionBuilder()
+                assembler = StreamAssembler()
                 async for chunk in response:
-                    delta_text = builder.add(chunk)
+                    delta_text = assembler.add(chunk)
                     if delta_text:
                         started_output = True
                         yield delta_text
-                completion = builder.build()
+                completion = assembler.build()
                 completion.cost = self._cost(litellm, completion.usage)
                 yield completion
                 return
@@ -352,52 +207,3 @@ def _with_cache_hints(model: str, messages: list[dict[str, Any]]) -> list[dict[s
     cached = {"role": "system", "content": [{"type": "text", "text": first["content"],
                                              "cache_control": {"type": "ephemeral"}}]}
     return [cached, *messages[1:]]
-
-
-class _CompletionBuilder:
-    """Assembles text, tool calls (from index-keyed deltas) and usage out of stream chunks."""
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.calls: dict[int, dict[str, str]] = {}
-        self.usage: Usage | None = None
-        self.finish_reason: str | None = None
-
-    def add(self, chunk: Any) -> str:
-        usage = getattr(chunk, "usage", None)
-        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
-            details = getattr(usage, "prompt_tokens_details", None)
-            cached = getattr(details, "cached_tokens", 0) if details is not None else 0
-            self.usage = Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), int(cached or 0))
-        choices = getattr(chunk, "choices", None) or []
-        if not choices:
-            return ""
-        choice = choices[0]
-        if getattr(choice, "finish_reason", None):
-            self.finish_reason = choice.finish_reason
-        delta = getattr(choice, "delta", None)
-        if delta is None:
-            return ""
-        for call in getattr(delta, "tool_calls", None) or []:
-            index = getattr(call, "index", None)
-            if index is None:
-                index = len(self.calls)
-            slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
-            if getattr(call, "id", None):
-                slot["id"] = call.id
-            function = getattr(call, "function", None)
-            if function is not None:
-                if getattr(function, "name", None):
-                    slot["name"] = function.name
-                if getattr(function, "arguments", None):
-                    slot["arguments"] += function.arguments
-        content = getattr(delta, "content", None)
-        if content:
-            self.text.append(content)
-            return str(content)
-        return ""
-
-    def build(self) -> Completion:
-        calls = [ToolCall(slot["id"] or f"call_{index}", slot["name"], slot["arguments"])
-                 for index, slot in sorted(self.calls.items())]
-        return Completion("".join(self.text), calls, self.usage, None, self.finish_reason)

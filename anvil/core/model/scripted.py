@@ -18,7 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from anvil.core.model.litellm_model import Completion, ModelError, StreamItem, ToolCall, Usage
+from anvil.core.events import ToolCall
+from anvil.core.model.errors import ModelError
+from anvil.core.model.protocol import Completion, StreamItem, Usage
 
 
 class ScriptedModel:
@@ -51,6 +53,9 @@ class ScriptedModel:
 
     def context_window(self) -> int | None:
         return self.window
+
+    def preflight(self) -> str | None:
+        return None  # a script needs no key and no provider
 
     @property
     def remaining(self) -> int:

@@ -3,19 +3,20 @@
 Front ends never decide; they only ask the person when the verdict is ``ask``. Headless mode turns
 ``ask`` into a refusal that tells the model why.
 
-What needs asking, by default:
-- ``run_command``: the command policy (:mod:`anvil.core.policy.command_policy`): parsed into simple commands,
-  each allowed by a rule on its own, risky forms and the hard-deny list handled there.
-- other tools that declare ``needs_approval`` (kill_command, run_tests, later MCP and web tools): tool
-  rules written ``name(*)`` (``run_tests(*)``, ``mcp__github__*(*)``), else ask.
-- edits and writes apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
-- reads, searches and todos never ask.
+What needs asking, by default, follows the approval need each tool declares (``Tool.approval``):
+- "command" (run_command): the command policy (:mod:`anvil.core.policy.command_policy`): parsed into simple
+  commands, each allowed by a rule on its own, risky forms and the hard-deny list handled there.
+- "rule" (kill_command, run_tests, MCP and web tools): tool rules written ``name(subject)`` (``run_tests(*)``,
+  ``mcp__github__*(*)``, ``web_fetch(domain:docs.python.org)``), else ask.
+- "edit" (edits and writes): apply without asking, unless ``ask_edits`` is on and the mode is ``ask``; writes to
+  protected paths (anvil's configuration, git's files, shell start-up files) are asked about in every mode and
+  refused headless, unless a rule names the file (:mod:`anvil.core.policy.protected_writes`).
+- "none" (reads, searches, todos): never ask.
 
-Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules are read
-from the ``[permissions]`` tables of ``.anvil/config.toml`` and the user config, plus the files anvil
-writes when the person picks "always allow": ``.anvil/permissions.toml`` and
-``$XDG_CONFIG_HOME/anvil/permissions.toml``. anvil writes only those files, never the person's
-hand-written config, so nothing they wrote (comments included) is lost.
+Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules arrive as
+plain lists from the settings layer, which reads them from the config files; "always allow" in those scopes
+is saved at once to the scope's rules file (:mod:`anvil.core.policy.rule_files`), whose path arrives the
+same way.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from anvil.core.policy.protected_writes import protected_verdict
+from anvil.core.policy.rule_files import save_rule
+from anvil.core.policy.rules import CommandRule, CommandRules, RuleError
+from anvil.core.policy.shell_parse import parse_command
+from anvil.core.policy.verdict import Verdict
 from anvil.core.tools.base import Tool, ToolContext
 
-Action = Literal["allow", "ask", "deny"]
 Scope = Literal["session", "project", "user"]
 SCOPES: tuple[Scope, ...] = ("session", "project", "user")
 #: ask: commands are asked about; accept_edits: edits apply without asking even when ask_edits is on;
@@ -35,84 +40,14 @@ SCOPES: tuple[Scope, ...] = ("session", "project", "user")
 #: a plan (exit_plan_mode), which returns to the previous mode. Front ends cycle these (Shift+Tab).
 Mode = Literal["ask", "accept_edits", "auto", "plan"]
 MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
-EDIT_TOOLS = frozenset({"write_file", "edit_file", "multi_edit", "apply_patch"})
-EXIT_PLAN_TOOL = "exit_plan_mode"
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")
 _TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    action: Action
-    #: who or what decided: "auto-approve", a rule pattern, "hard-deny", "no approval needed"...
-    by: str = ""
-    reasons: tuple[str, ...] = ()
-    #: for "deny" (and "ask", for headless): what the model is told
-    message: str = ""
-    #: for "ask": the rule "always allow" would save
-    suggested_pattern: str | None = None
-
-
-def permission_files(root: Path, user_config_dir: Path) -> dict[Scope, Path]:
-    """The files anvil writes "always allow" rules to, by scope."""
-    return {"project": root / ".anvil" / "permissions.toml", "user": user_config_dir / "permissions.toml"}
-
-
-def _read_permissions(path: Path) -> tuple[list[str], list[str]]:
-    from anvil.config import ConfigError, read_toml
-
-    data = read_toml(path)
-    table = data.get("permissions", data) if path.name == "config.toml" else data
-    if not isinstance(table, dict):
-        return [], []
-    lists = []
-    for key in ("allow", "deny"):
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: '{key}' should be a list of strings, e.g. [\"git status\", \"pytest*\"].")
-        lists.append(list(value))
-    return lists[0], lists[1]
-
-
-def load_rule_lists(root: Path, user_config_dir: Path) -> dict[Scope, tuple[list[str], list[str]]]:
-    """allow/deny patterns per scope, from the config files and anvil's permission files."""
-    sources: dict[Scope, list[Path]] = {
-        "user": [user_config_dir / "config.toml", user_config_dir / "permissions.toml"],
-        "project": [root / ".anvil" / "config.toml", root / ".anvil" / "permissions.toml"],
-    }
-    result: dict[Scope, tuple[list[str], list[str]]] = {}
-    for scope, paths in sources.items():
-        allow: list[str] = []
-        deny: list[str] = []
-        for path in paths:
-            a, d = _read_permissions(path)
-            allow += a
-            deny += d
-        result[scope] = (allow, deny)
-    return result
-
-
-def _toml_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group()):04x}", escaped) + '"'
-
-
-def save_rule(path: Path, pattern: str, effect: Literal["allow", "deny"] = "allow") -> None:
-    """Add a pattern to an anvil permissions file, keeping every rule already there."""
-    allow, deny = _read_permissions(path) if path.exists() else ([], [])
-    target = allow if effect == "allow" else deny
-    if pattern in target:
-        return
-    target.append(pattern)
-    lines = ["# Rules saved by anvil when you chose \"always allow\". Edit freely: anvil keeps every rule here",
-             "# and rewrites this file when it adds one. Rules in config.toml [permissions] apply too.",
-             "allow = [" + ", ".join(_toml_string(p) for p in allow) + "]",
-             "deny = [" + ", ".join(_toml_string(p) for p in deny) + "]", ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+UNSANDBOXED_HEADLESS = (
+    "Not run: running a command outside the sandbox needs the person's approval, and nobody can answer here (a "
+    "headless run). Do without it, or say what you would have run and why. If the sandbox is in the way, the "
+    "person can allow what the command needs in .anvil/config.toml ([sandbox] writable = [\"/path\"] or "
+    "network = true), or run without a sandbox with [sandbox] mode = \"off\".")
 
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
@@ -133,8 +68,6 @@ _WRITING_OPTIONS = {"find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-
 
 def _plan_mode_problem(command: str) -> str | None:
     """Why a command (already allowed by the rules) may still change something, or None when it only reads."""
-    from anvil.core.policy.shell_parse import parse_command
-
     for cmd in parse_command(command).commands:
         writes = [r.target for r in cmd.redirects if r.writes and r.target not in _HARMLESS_TARGETS]
         if writes:
@@ -174,22 +107,38 @@ class ToolRule:
             return False
         if self.subject in ("", "*"):
             return True
-        subject_of = getattr(tool, "rule_subject", None)  # tools whose rules name part of the call
-        if subject_of is None:
+        subject = tool.rule_subject(args)  # None: the tool's rules name only the tool
+        if subject is None:
             return False
         from fnmatch import fnmatchcase
 
-        return fnmatchcase(subject_of(args).lower(), self.subject.strip().lower())
+        return fnmatchcase(subject.lower(), self.subject.strip().lower())
+
+
+def parse_rule(pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> ToolRule | CommandRule:
+    """A rule as a person writes it: ``tool(subject)`` for a tool (``web_fetch(domain:x.org)``), else a command
+    pattern (``run_command(git status)`` is ``git status``). Raises :class:`RuleError` for a pattern no rule
+    can be made of, which the settings layer reports with the file it came from."""
+    match = _TOOL_RULE.match(pattern.strip())
+    if match and match.group(1) != "run_command":
+        return ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*")
+    command = match.group(2) if match else pattern
+    try:
+        return CommandRule(command, effect, scope)
+    except RuleError as exc:
+        raise RuleError(f"Permission rule '{pattern}': {exc}") from exc
 
 
 class ApprovalPolicy:
-    """Rules, modes and risk put together. Without rules it still asks about what tools declare."""
+    """Rules, modes and risk put together. Without rules it still asks about what tools declare.
+
+    ``rule_lists``: (allow, deny) patterns per scope; ``files``: where "always allow" saves a rule, per scope.
+    ``mode`` None: "auto" with auto_approve, else "ask". ``mode="plan"`` with auto_approve starts in plan mode
+    and returns to "auto" when the plan is approved (headless approves it by itself then)."""
 
     def __init__(self, auto_approve: bool = False, *, rule_lists: dict[Scope, tuple[list[str], list[str]]] | None
                  = None, ask_edits: bool = False, files: dict[Scope, Path] | None = None,
                  home: Path | None = None, mode: Mode | None = None) -> None:
-        from anvil.core.policy.rules import CommandRules
-
         self.mode: Mode = "auto" if auto_approve else "ask"
         #: the mode plan mode returns to once a plan is approved
         self.previous_mode: Mode = self.mode
@@ -206,26 +155,12 @@ class ApprovalPolicy:
             for pattern in deny:
                 self._add(pattern, "deny", scope)
 
-    @classmethod
-    def from_config(cls, root: Path, user_config_dir: Path, *, auto_approve: bool = False,
-                    ask_edits: bool = False, mode: Mode | None = None) -> ApprovalPolicy:
-        """``mode`` None: "auto" with auto_approve, else "ask". ``mode="plan"`` with auto_approve starts in
-        plan mode and returns to "auto" when the plan is approved (headless approves it by itself then)."""
-        return cls(auto_approve, rule_lists=load_rule_lists(root, user_config_dir), ask_edits=ask_edits,
-                   files=permission_files(root, user_config_dir), mode=mode)
-
     def _add(self, pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> None:
-        match = _TOOL_RULE.match(pattern.strip())
-        if match and match.group(1) != "run_command":
-            self.tool_rules.append(ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*"))
-            return
-        command = match.group(2) if match else pattern  # run_command(git status) == git status
-        try:
-            self.rules.add(command, effect, scope)
-        except ValueError as exc:
-            from anvil.config import ConfigError
-
-            raise ConfigError(f"Permission rule '{pattern}' ({scope}): {exc}") from exc
+        rule = parse_rule(pattern, effect, scope)
+        if isinstance(rule, ToolRule):
+            self.tool_rules.append(rule)
+        else:
+            self.rules.add(rule.pattern, rule.effect, rule.scope)
 
     # -- modes ---------------------------------------------------------------------------------------
 
@@ -258,52 +193,78 @@ class ApprovalPolicy:
     # -- decisions -----------------------------------------------------------------------------------
 
     def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
+        """The verdict on one call, from the tool's declared approval need (never from its name)."""
+        outside = tool.outside_sandbox(args) if ctx.sandbox.active else None
         if self.mode == "plan":
-            return self._evaluate_plan(tool, args, ctx)
-        if tool.name == "run_command":
-            from anvil.core.policy.command_policy import evaluate_command
+            verdict = self._evaluate_plan(tool, args, ctx)
+            if outside is not None and verdict.action == "allow":
+                return Verdict("deny", by="plan mode", reasons=("it would run outside the sandbox",),
+                               message=PLAN_MODE_DENIAL.format(what=f"{tool.name} outside the sandbox"))
+            return verdict
+        if outside is not None:
+            return self._evaluate_unsandboxed(tool, args, ctx, outside)
+        if tool.write_targets(args):
+            protected = protected_verdict(tool, args, ctx, self.tool_rules)
+            if protected is not None:
+                return protected
+        match tool.approval:
+            case "command":
+                from anvil.core.policy.command_policy import evaluate_command
 
-            shell = ctx.state.get("shell")
-            cwd = getattr(shell, "cwd", None)
-            return evaluate_command(args.command, self.rules, ctx.root, self.home, self.auto_approve, cwd=cwd)
-        if tool.name in EDIT_TOOLS:
-            if self.ask_edits and self.mode == "ask":
+                shell = ctx.state.get("shell")
+                return evaluate_command(tool.command(args) or "", self.rules, ctx.root, self.home, self.auto_approve,
+                                        cwd=getattr(shell, "cwd", None), writes_confined=ctx.sandbox.active)
+            case "edit" if self.ask_edits and self.mode == "ask":
                 return Verdict("ask", by="ask_edits", reasons=("edits need approval (ask_edits = true)",),
                                message="Not applied: edits need the user's approval.",
                                suggested_pattern=f"{tool.name}(*)")
-            return Verdict("allow", by="no approval needed")
-        if not tool.needs_approval(args, ctx):
-            return Verdict("allow", by="no approval needed")
-        return self._evaluate_tool(tool, args)
+            case "rule":
+                return self._evaluate_tool(tool, args)
+            case _:
+                return Verdict("allow", by="no approval needed")
 
     def _evaluate_plan(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
-        """Plan mode: reads, todos and exit_plan_mode; commands only when a rule allows them and they are
-        plainly harmless. Nothing is asked: the point of plan mode is that nothing changes until the plan
+        """Plan mode: what only reads, and leaving plan mode; commands only when a rule allows them and they
+        are plainly harmless. Nothing is asked: the point of plan mode is that nothing changes until the plan
         is approved, and a refusal tells the model what to do instead."""
-        if tool.name == EXIT_PLAN_TOOL:
+        if tool.kind == "switch_mode":
             return Verdict("allow", by="plan mode")
-        if tool.name == "run_command":
+        if tool.approval == "command":
             from anvil.core.policy.command_policy import evaluate_command
 
+            command = tool.command(args) or ""
             shell = ctx.state.get("shell")
-            verdict = evaluate_command(args.command, self.rules, ctx.root, self.home, False,
+            verdict = evaluate_command(command, self.rules, ctx.root, self.home, False,
                                        cwd=getattr(shell, "cwd", None))
-            problem = _plan_mode_problem(args.command) if verdict.action == "allow" else None
+            problem = _plan_mode_problem(command) if verdict.action == "allow" else None
             if verdict.action == "allow" and not verdict.reasons and problem is None:
                 return Verdict("allow", by=f"{verdict.by} (plan mode)")
             why = (verdict.reasons[0] if verdict.reasons else problem or
                    "no allow rule covers it, and plan mode runs only read-only commands your rules allow")
             return Verdict("deny", by="plan mode", reasons=(why,), message=PLAN_MODE_DENIAL.format(
-                what=f"`{args.command}` ({why})"))
-        if tool.read_only:
-            return self._evaluate_plain(tool, args, ctx)
+                what=f"`{command}` ({why})"))
+        if not tool.mutates:
+            return self._evaluate_tool(tool, args) if tool.approval == "rule" else Verdict(
+                "allow", by="no approval needed")
         return Verdict("deny", by="plan mode", reasons=(f"{tool.name} can change files or run code",),
                        message=PLAN_MODE_DENIAL.format(what=tool.name))
 
-    def _evaluate_plain(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
-        if not tool.needs_approval(args, ctx):
-            return Verdict("allow", by="no approval needed")
-        return self._evaluate_tool(tool, args)
+    def _evaluate_unsandboxed(self, tool: Tool, args: Any, ctx: ToolContext, reason: str) -> Verdict:
+        """A call that asks to run outside the OS sandbox: refused where the policy refuses it anyway, otherwise
+        always the person's decision: no allow rule, auto mode or hook approves it, and no "always" is offered.
+        Where nobody can answer (headless) it is refused with what the person can configure instead."""
+        from anvil.core.policy.command_policy import evaluate_command
+
+        shell = ctx.state.get("shell")
+        command = tool.command(args) or ""
+        verdict = evaluate_command(command, self.rules, ctx.root, self.home, False, cwd=getattr(shell, "cwd", None))
+        if verdict.action == "deny":
+            return verdict
+        why = f"runs outside the sandbox: {reason}"
+        if ctx.ask is None:
+            return Verdict("deny", by="sandbox", reasons=(why,), cwd=verdict.cwd, message=UNSANDBOXED_HEADLESS)
+        return Verdict("ask", by="sandbox", reasons=(why, *verdict.reasons), cwd=verdict.cwd, person_only=True,
+                       message="Not run: running a command outside the sandbox needs the person's approval.")
 
     def _evaluate_tool(self, tool: Tool, args: Any) -> Verdict:
         name = tool.name
@@ -316,8 +277,7 @@ class ApprovalPolicy:
         for rule in self.tool_rules:
             if rule.effect == "allow" and rule.covers(tool, args):
                 return Verdict("allow", by=rule.pattern)
-        subject_of = getattr(tool, "rule_subject", None)  # web_fetch: "always allow" is per domain
-        subject = subject_of(args) if subject_of is not None else "*"
+        subject = tool.rule_subject(args) or "*"  # web_fetch: "always allow" is per domain
         return Verdict("ask", by="no matching rule", message=f"Not run: {name} needs the user's approval.",
                        suggested_pattern=f"{name}({subject})")
 

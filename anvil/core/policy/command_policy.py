@@ -23,22 +23,37 @@ Order, first match wins:
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from anvil.core.policy.approval import Verdict
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
 from anvil.core.policy.rules import CommandRule, CommandRules, suggest_pattern
-from anvil.core.policy.shell_parse import SimpleCommand, parse_command
+from anvil.core.policy.shell_command import SimpleCommand
+from anvil.core.policy.shell_parse import parse_command
+from anvil.core.policy.verdict import Verdict
 
 
 def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,
-                     auto_approve: bool = False, cwd: Path | None = None) -> Verdict:
+                     auto_approve: bool = False, cwd: Path | None = None, *, writes_confined: bool = False) -> Verdict:
+    """The verdict, naming the directory it was evaluated in, so an approval shows where the command runs.
+
+    ``writes_confined``: the command runs in the OS sandbox, which enforces where it may write, so findings that
+    are risky only because of a write target (outside the project, a dotfile, ``.git``) do not ask; a write the
+    sandbox refuses fails and is reported as blocked."""
+    verdict = _verdict(command, rules, root, home, auto_approve, cwd, writes_confined)
+    return dataclasses.replace(verdict, cwd=cwd or root)
+
+
+def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_approve: bool,
+             cwd: Path | None, writes_confined: bool = False) -> Verdict:
     parsed = parse_command(command)
     if not parsed.ok:
         reason = f"the command could not be checked: {parsed.error}"
         return Verdict("ask", by="parse failure", reasons=(reason,),
                        message=f"Not run: {reason}. Simplify the command or put it in a script file.")
     report = classify(parsed, root, home, cwd)
+    if writes_confined:
+        report = RiskReport(tuple(f for f in report.findings if not f.confinable))
     hard = tuple(dict.fromkeys(f.reason for f in report.findings if f.level == "hard_deny"))
     if hard:
         return Verdict("deny", by="hard-deny", reasons=hard, message=(

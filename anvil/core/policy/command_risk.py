@@ -10,6 +10,9 @@ Decisions:
 * Each finding carries ``triggers``: the words an allow rule must spell out to cover it (``-rf``,
   ``--force``, a path outside the project). A finding with no triggers (a download piped into a
   shell, a program only known at run time) cannot be pre-approved by any rule.
+* Most risky forms are data: rows in :mod:`anvil.core.policy.risk_rows` (program, subcommand, flags, reason).
+  Programs whose risk depends on their paths or on how their words combine have a handler here
+  (``_HANDLERS``); a program can have both, and the handler's findings come first.
 * Where a path lands (the project, scratch space, home, a system directory) is judged in
   :mod:`anvil.core.policy.risk_paths`; this module finds which words are paths and tracks ``cd``.
   A delete whose target is only known at run time is risky; a plain write to one is not (that is
@@ -22,17 +25,18 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Literal
 
 from anvil.core.policy.risk_paths import Places, strip_glob
+from anvil.core.policy.risk_rows import RiskLevel, has_short, rows_for, split_options
 from anvil.core.policy.rules import subcommand_index
-from anvil.core.policy.shell_parse import ParsedCommand, SimpleCommand, is_dynamic, parse_command
+from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand, is_dynamic
+from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.shell_words import SHELLS, privileged_inner
 
-RiskLevel = Literal["normal", "risky", "hard_deny"]
 _ORDER = {"normal": 0, "risky": 1, "hard_deny": 2}
 
 
@@ -42,6 +46,8 @@ class Finding:
     reason: str
     command: int  # index into ParsedCommand.commands
     triggers: tuple[str, ...] = ()  # words a rule must name to cover this; () = no rule can
+    #: risky only because of where it writes: the OS sandbox enforces that boundary when it is on
+    confinable: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,37 +73,17 @@ def classify(command: str | ParsedCommand, root: Path, home: Path, cwd: Path | N
 
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh", "aria2c"})
 _INTERPRETER = re.compile(r"(python[0-9.]*|pypy3?|node|nodejs|deno|bun|ruby|perl|php)")
-_PUBLISH = {"npm": {"publish", "unpublish", "deprecate"}, "pnpm": {"publish"}, "yarn": {"publish"},
-            "bun": {"publish"}, "twine": {"upload"}, "cargo": {"publish", "yank"}, "poetry": {"publish"},
-            "gem": {"push", "yank"}, "uv": {"publish"}, "hatch": {"publish"}, "flit": {"publish"}}
-_POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
 _GIT_RUNS = re.compile("|".join((  # git config keys whose value is a command git will run
     r"core\.(pager|sshcommand|fsmonitor|editor|hookspath|askpass)", r"sequence\.editor", r"alias\.",
     r"diff\.external", r".*\.textconv", r"credential\.helper", r"gpg\.program", r".*command")), re.I)
-_UPLOAD = ("-T", "--upload-file", "-F", "--form", "--post-file", "@")
 _FORK_BOMB = re.compile(r"([\w:.]+)\(\)\{\1\|\1&")
+_WORLD_WRITABLE = re.compile(r"0?[0-7]?7[0-7][2367]|0?[0-7]?777|[ao]?[+=][rwx]*w[rwx]*")
+_SETUID = re.compile(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*")
 
 
 def _short(text: str, limit: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _split(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """(options, operands): options stop at ``--``."""
-    opts, operands, done = [], [], False
-    for a in args:
-        if not done and a == "--":
-            done = True
-        elif not done and a.startswith("-") and a != "-":
-            opts.append(a)
-        else:
-            operands.append(a)
-    return opts, operands
-
-
-def _has_short(opts: list[str], letters: str) -> list[str]:
-    return [o for o in opts if not o.startswith("--") and set(o[1:]) & set(letters)]
 
 
 _FIND_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex",
@@ -129,11 +115,46 @@ def _executes_input(words: tuple[str, ...]) -> bool:
     name = posixpath.basename(words[0])
     if name not in SHELLS and not _INTERPRETER.fullmatch(name):
         return False
-    opts, operands = _split(words[1:])
+    opts, operands = split_options(words[1:])
     if any(o in ("-e", "-m", "--eval", "-p", "-r") or (name in SHELLS and "c" in o[1:] and o[1] != "-")
            for o in opts):
         return False
     return not operands or operands[0] == "-" or "-s" in opts
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One simple command as the checks read it: the program, its options and operands, its subcommand."""
+
+    cmd: SimpleCommand
+    words: tuple[str, ...]
+    cwd: str | None
+    name: str
+    opts: list[str]
+    operands: list[str]
+    sub_at: int | None
+
+    @classmethod
+    def of(cls, cmd: SimpleCommand, words: tuple[str, ...], cwd: str | None) -> _Call:
+        opts, operands = split_options(words[1:])
+        return cls(cmd, words, cwd, posixpath.basename(words[0]), opts, operands, subcommand_index(words))
+
+    @property
+    def program(self) -> str:
+        return self.words[0]
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return self.words[1:]
+
+    @property
+    def sub(self) -> str:
+        return self.words[self.sub_at] if self.sub_at is not None else ""
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        """The words after the subcommand."""
+        return self.words[self.sub_at + 1:] if self.sub_at is not None else ()
 
 
 class _Checker:
@@ -162,8 +183,8 @@ class _Checker:
         return RiskReport(tuple(unique))
 
     def _add(self, level: RiskLevel, reason: str, triggers: tuple[str, ...] = (),
-             index: int | None = None) -> None:
-        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers))
+             index: int | None = None, confinable: bool = False) -> None:
+        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers, confinable))
 
     # --- paths ---------------------------------------------------------------------------------------
 
@@ -189,7 +210,8 @@ class _Checker:
         risk = self.places.write_risk(self.places.resolve(target, cwd))
         if risk is not None:
             level, what = risk
-            self._add(level, f"{what}: {shown}", (target,) if level == "risky" else ())  # no rule covers a hard deny
+            risky = level == "risky"  # no rule covers a hard deny, and no sandbox makes it harmless
+            self._add(level, f"{what}: {shown}", (target,) if risky else (), confinable=risky)
 
     # --- commands ------------------------------------------------------------------------------------
 
@@ -204,98 +226,63 @@ class _Checker:
         if not words:
             return
         program, args = words[0], words[1:]
-        name = posixpath.basename(program)
-        opts, operands = _split(args)
         if is_dynamic(program) or re.search(r"[*?]|\{.*,.*\}", program):  # $x, $(...), globs, {a,b}
             self._risky("runs a command whose name is only known at run time")
             return
         if any(e.startswith(("LD_PRELOAD=", "LD_LIBRARY_PATH=", "DYLD_")) for e in cmd.env):
             self._risky("loads other libraries into the program")
         inner = privileged_inner(words)
+        name = posixpath.basename(program)
         if inner is not None or name == "su":
             shell = (inner is not None and not inner[1]) or (name == "su" and "-c" not in args)
             self._risky("opens a root shell" if shell else "runs as root", program)
             if inner is not None:
                 self._command(cmd, inner[1], cwd)
             return
-        sub_at = subcommand_index(words)
-        sub = words[sub_at] if sub_at is not None else ""
-        after = words[sub_at + 1:] if sub_at is not None else ()
-        if name in ("rm", "rmdir", "unlink", "shred"):
-            rec = [o for o in opts if o == "--recursive" or (name == "rm" and _has_short([o], "rR"))]
-            force = [o for o in opts if o == "--force" or (name == "rm" and _has_short([o], "f"))]
-            if "--no-preserve-root" in opts:
-                self._hard("deletes with --no-preserve-root")
-            if rec or force:
-                how = " and ".join(w for w, on in (("recursively", rec), ("forcibly", force)) if on)
-                self._risky(f"deletes {how}", *dict.fromkeys(rec + force))
-            if name == "shred":
-                self._risky("destroys file contents", program)
-            if "xargs" in cmd.wrappers:
-                self._risky("deletes the paths it reads from input", program)
-            self._deletes(self._targets(cmd, operands), cwd, bool(rec))
-        elif name == "find" and "-delete" in args:
-            self._risky("deletes what find matches", "-delete")
-            starts, filtered = _find_parts(args)
-            self._deletes(starts, cwd, not filtered)
-        elif name in ("mv", "cp", "install", "ln", "rsync", "scp"):
-            self._copies(name, args, opts, operands, cwd)
-        elif name in ("tee", "truncate", "touch"):
-            for t in operands:
-                if not (name == "truncate" and t[:1].isdigit()):  # truncate -s 0 FILE
-                    self._write(t, cwd, t)
-        elif name == "dd":
-            for a in args:
-                if a.startswith("of="):
-                    self._write(a[3:], cwd, a)
-        elif name in ("chmod", "chown", "chgrp"):
-            self._permissions(name, opts, operands, cwd)
-        elif name in ("mkfs", "mke2fs", "mkswap", "wipefs") or name.startswith("mkfs."):
-            self._hard("formats a disk")
-        elif name in ("fdisk", "sfdisk", "parted", "gdisk", "cfdisk"):
-            self._risky("edits disk partitions", program)
-        elif name in _POWER or (name in ("init", "telinit") and operands[:1] in (["0"], ["6"])) or (
-                name == "systemctl" and sub in ("poweroff", "reboot", "halt", "kexec")):
-            self._hard("shuts down or reboots the machine")
-        elif name == "systemctl" and sub in ("stop", "disable", "mask", "kill", "restart"):
-            self._risky("changes system services", sub)
-        elif name in ("pkill", "killall"):
-            self._risky("kills processes by name", program)
-        elif name == "kill" and "-1" in (operands + opts)[1 if opts else 0:]:
-            self._hard("kills every process you own")
-        elif name == "git":
-            head = words[:sub_at] if sub_at is not None else words  # -c comes before the subcommand
-            if config := [v for k, v in pairwise(head) if k == "-c" and _GIT_RUNS.match(v)]:
-                self._risky("sets git configuration that runs commands", *config)
-            self._git(sub, after)
-        elif name in ("docker", "podman"):
-            self._docker(sub, after)
-        elif (name == "kubectl" and sub == "delete") or (name == "helm" and sub in ("uninstall", "delete")):
-            self._risky("deletes cluster resources", sub)
-        elif name == "terraform" and (sub == "destroy" or (sub == "apply" and "-auto-approve" in after)):
-            self._risky("changes infrastructure without review", sub)
-        elif name == "eval":
-            self._risky("evaluates a string as shell code", program)
-        elif name == "ssh" and len(operands) >= 2:
-            self._risky("runs commands on another machine", program)
-        elif name == "crontab" and ("-r" in opts or operands):
-            self._risky("replaces or removes your cron jobs", program)
-        elif name in ("curl", "wget") and (up := [a for a in args if a.startswith(_UPLOAD)]):
-            self._risky("uploads data", *up)
-        elif name in ("iptables", "ip6tables", "nft", "ufw") and {"-F", "--flush", "flush", "disable",
-                                                                  "reset", "-X"} & set(args):
-            self._risky("changes the firewall", program)
-        if sub in _PUBLISH.get(name, ()) or (name == "yarn" and sub == "npm" and "publish" in after) or (
-                name == "gh" and sub == "release" and after[:1] == ("create",)):
-            self._risky("publishes a package", "publish" if sub == "npm" else sub)
-        if name in ("npm", "pnpm", "yarn") and (sub == "global" or (sub in ("install", "i", "add") and (
-                flags := [a for a in after if a in ("-g", "--global", "--location=global")]))):
-            self._risky("installs packages globally", *(flags if sub != "global" else [sub]))
-        if name.startswith("pip") and "--break-system-packages" in args:
-            self._risky("installs into the system Python", "--break-system-packages")
+        call = _Call.of(cmd, words, cwd)
+        handler = _HANDLERS.get(call.name)
+        if handler is not None:
+            handler(self, call)
+        self._rows(call)
 
-    def _copies(self, name: str, args: tuple[str, ...], opts: list[str], operands: list[str],
-                cwd: str | None) -> None:
+    def _rows(self, call: _Call) -> None:
+        """The risky forms the table knows for this program (:mod:`anvil.core.policy.risk_rows`)."""
+        for row in rows_for(call.name):
+            triggers = row.match(call.program, call.args, call.sub, call.after)
+            if triggers is None:
+                continue
+            if row.level == "hard_deny":
+                self._hard(row.reason)
+            else:
+                self._risky(row.reason, *triggers)
+            if row.final:
+                break
+
+    # --- handlers: programs whose risk depends on their paths or on how their words combine -----------
+
+    def _remove(self, call: _Call) -> None:
+        name, opts = call.name, call.opts
+        rec = [o for o in opts if o == "--recursive" or (name == "rm" and has_short(o, "rR"))]
+        force = [o for o in opts if o == "--force" or (name == "rm" and has_short(o, "f"))]
+        if "--no-preserve-root" in opts:
+            self._hard("deletes with --no-preserve-root")
+        if rec or force:
+            how = " and ".join(w for w, on in (("recursively", rec), ("forcibly", force)) if on)
+            self._risky(f"deletes {how}", *dict.fromkeys(rec + force))
+        if name == "shred":
+            self._risky("destroys file contents", call.program)
+        if "xargs" in call.cmd.wrappers:
+            self._risky("deletes the paths it reads from input", call.program)
+        self._deletes(self._targets(call.cmd, call.operands), call.cwd, bool(rec))
+
+    def _find(self, call: _Call) -> None:
+        if "-delete" in call.args:
+            self._risky("deletes what find matches", "-delete")
+            starts, filtered = _find_parts(call.args)
+            self._deletes(starts, call.cwd, not filtered)
+
+    def _copies(self, call: _Call) -> None:
+        name, args, operands, cwd = call.name, call.args, call.operands, call.cwd
         target = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in ("-t", "--target-directory")),
                       None)
         sources, dest = (operands, target) if target else (operands[:-1], operands[-1] if operands else None)
@@ -309,75 +296,67 @@ class _Checker:
             self._risky("copies files to or from another machine", name)
         elif dest is not None:
             self._write(dest, cwd, dest)
-        if name == "rsync" and (deletes := [o for o in opts if o.startswith("--delete")]):
+        if name == "rsync" and (deletes := [o for o in call.opts if o.startswith("--delete")]):
             self._risky("deletes files at the destination", *deletes)
 
-    def _permissions(self, name: str, opts: list[str], operands: list[str], cwd: str | None) -> None:
-        rec = [o for o in opts if o == "--recursive" or _has_short([o], "R")]
+    def _writes_operands(self, call: _Call) -> None:
+        for t in call.operands:
+            if not (call.name == "truncate" and t[:1].isdigit()):  # truncate -s 0 FILE
+                self._write(t, call.cwd, t)
+
+    def _dd(self, call: _Call) -> None:
+        for a in call.args:
+            if a.startswith("of="):
+                self._write(a[3:], call.cwd, a)
+
+    def _permissions(self, call: _Call) -> None:
+        name, opts, operands = call.name, call.opts, call.operands
+        rec = [o for o in opts if o == "--recursive" or has_short(o, "R")]
         mode = operands[0] if operands and not any(o.startswith("--reference") for o in opts) else ""
         what = "permissions" if name == "chmod" else "ownership"
         if rec:
             self._risky(f"changes {what} recursively", *rec)
-        if name == "chmod" and re.fullmatch(r"0?[0-7]?7[0-7][2367]|0?[0-7]?777|[ao]?[+=][rwx]*w[rwx]*", mode):
-            self._risky("makes files writable by everyone", mode)
-        if name == "chmod" and re.fullmatch(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*", mode):
-            self._risky("sets the setuid/setgid bit", mode)
+        if name == "chmod":
+            self._mode(mode)
         for t in operands[1:] if mode else operands:
-            path = self.places.resolve(t, cwd)
+            path = self.places.resolve(t, call.cwd)
             catastrophic = path and self.places.catastrophic(strip_glob(path))
             if rec and catastrophic and catastrophic != "the whole project":
                 self._hard(f"changes {what} of {catastrophic} recursively")
             elif path and self.places.outside(path):
                 self._add("risky", f"changes {what} outside the project: {t}", (t,))
 
-    def _git(self, sub: str, after: tuple[str, ...]) -> None:
-        opts, operands = _split(after)
-        flags: list[str]
-        if sub == "push":
-            if force := [a for a in opts if a in ("-f", "--force", "--mirror", "--force-if-includes")
-                         or a.startswith("--force-with-lease") or (a[1] != "-" and "f" in a[1:])] + [
-                             a for a in operands if a.startswith("+")]:
-                self._risky("force-pushes (can overwrite remote history)", *force)
-            deletes = [a for a in opts if a in ("-d", "--delete")] + [a for a in operands if a[:1] == ":"]
-            if deletes:
-                self._risky("deletes a remote branch", *deletes)
-        elif sub == "reset" and "--hard" in opts:
-            self._risky("discards uncommitted changes", "--hard")
-        elif sub == "clean" and not {"-n", "--dry-run"} & set(opts) and (
-                flags := [a for a in opts if a == "--force" or _has_short([a], "f")]):
-            self._risky("deletes untracked files", *flags)
-        elif sub == "rebase" and not {"--abort", "--continue", "--skip", "--quit"} & set(opts):
-            self._risky("rewrites history", "rebase")
-        elif sub in ("filter-branch", "filter-repo"):
-            self._risky("rewrites history", sub)
-        elif sub == "commit" and "--amend" in opts:
-            self._risky("rewrites the last commit", "--amend")
-        elif sub == "branch" and (flags := [a for a in opts if a == "--force" or _has_short([a], "D")]):
-            self._risky("force-deletes a branch", *flags)
-        elif sub in ("checkout", "restore") and (flags := [a for a in opts if a in ("-f", "--force")]
-                                                 + [a for a in operands if a in (".", "./")]):
-            self._risky("discards local changes", *flags)
-        elif sub == "stash" and operands[:1] in (["drop"], ["clear"]):
-            self._risky("drops stashed changes", operands[0])
-        elif sub == "config" and (flags := [o for o in opts if o in ("--global", "--system")]) and (
-                len(operands) >= 2 or any(o.startswith(("--unset", "--add", "--replace", "--remove"))
-                                          for o in opts)):
-            self._risky("changes git configuration outside the project", *flags)
+    def _mode(self, mode: str) -> None:
+        if _WORLD_WRITABLE.fullmatch(mode):
+            self._risky("makes files writable by everyone", mode)
+        if _SETUID.fullmatch(mode):
+            self._risky("sets the setuid/setgid bit", mode)
 
-    def _docker(self, sub: str, after: tuple[str, ...]) -> None:
-        opts, operands = _split(after)
-        flags: list[str]
-        if "prune" in (sub, *operands[:1]) or (sub == "volume" and operands[:1] == ["rm"]):
-            self._risky("removes Docker data", "prune" if "prune" in (sub, *operands[:1]) else "rm")
-        elif sub in ("rm", "rmi") and (flags := [a for a in opts if a == "--force" or _has_short([a], "f")]):
-            self._risky("force-removes Docker containers or images", *flags)
-        elif sub == "compose" and "down" in operands and (
-                flags := [a for a in opts if a in ("-v", "--volumes")]):
-            self._risky("deletes Docker volumes", *flags)
-        elif sub == "run" and (flags := [a for a in after if a == "--privileged" or a.startswith("/:")]):
-            self._risky("runs a container with access to the host", *flags)
-        elif sub == "push":
-            self._risky("pushes an image to a registry", "push")
+    def _kill(self, call: _Call) -> None:
+        # the first operand or option is the signal (kill -9 -1); -1 after it means every process
+        if "-1" in (call.operands + call.opts)[1 if call.opts else 0:]:
+            self._hard("kills every process you own")
+
+    def _ssh(self, call: _Call) -> None:
+        if len(call.operands) >= 2:
+            self._risky("runs commands on another machine", call.program)
+
+    def _crontab(self, call: _Call) -> None:
+        if "-r" in call.opts or call.operands:
+            self._risky("replaces or removes your cron jobs", call.program)
+
+    def _git(self, call: _Call) -> None:
+        """What git's table rows cannot say: ``-c key=command`` before the subcommand, and ``git config``
+        changing the configuration of every repository."""
+        head = call.words[:call.sub_at] if call.sub_at is not None else call.words
+        if config := [v for k, v in pairwise(head) if k == "-c" and _GIT_RUNS.match(v)]:
+            self._risky("sets git configuration that runs commands", *config)
+        if call.sub == "config":
+            opts, operands = split_options(call.after)
+            flags = [o for o in opts if o in ("--global", "--system")]
+            if flags and (len(operands) >= 2 or any(o.startswith(("--unset", "--add", "--replace", "--remove"))
+                                                    for o in opts)):
+                self._risky("changes git configuration outside the project", *flags)
 
     def _downloads(self) -> None:
         """Downloaded bytes that end up executed: ``curl | sh``, ``bash <(curl)``, ``eval "$(curl)"``."""
@@ -396,3 +375,18 @@ class _Checker:
                 if name in SHELLS or _INTERPRETER.fullmatch(name) or name in ("eval", "source", ".") or (
                         is_dynamic(parent.program)):
                     self._add("risky", f"runs downloaded code: {_short(parent.text)}", index=d.parent)
+
+
+_Handler = Callable[[_Checker, _Call], None]
+_HANDLERS: dict[str, _Handler] = {
+    **dict.fromkeys(("rm", "rmdir", "unlink", "shred"), _Checker._remove),
+    "find": _Checker._find,
+    **dict.fromkeys(("mv", "cp", "install", "ln", "rsync", "scp"), _Checker._copies),
+    **dict.fromkeys(("tee", "truncate", "touch"), _Checker._writes_operands),
+    "dd": _Checker._dd,
+    **dict.fromkeys(("chmod", "chown", "chgrp"), _Checker._permissions),
+    "kill": _Checker._kill,
+    "ssh": _Checker._ssh,
+    "crontab": _Checker._crontab,
+    "git": _Checker._git,
+}

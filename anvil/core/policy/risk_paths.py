@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from anvil.core.policy.shell_parse import is_dynamic
+from anvil.core.policy.shell_command import is_dynamic
 
 WriteLevel = Literal["risky", "hard_deny"]
 

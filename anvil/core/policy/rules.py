@@ -33,7 +33,8 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Literal
 
-from anvil.core.policy.shell_parse import ParsedCommand, SimpleCommand, parse_command
+from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand
+from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.shell_words import SHELLS, privileged_inner
 
 Scope = Literal["session", "project", "user"]
@@ -157,6 +158,10 @@ def tool_rule_matches(pattern: str, tool_name: str) -> bool:
     return fnmatchcase(tool_name, pattern.strip())
 
 
+class RuleError(ValueError):
+    """A pattern no rule can be made of (empty, or an allow rule that would allow everything)."""
+
+
 @dataclass(frozen=True)
 class CommandRule:
     pattern: str
@@ -166,9 +171,9 @@ class CommandRule:
     def __post_init__(self) -> None:
         pattern = normalize_pattern(self.pattern)
         if not pattern:
-            raise ValueError("a command rule needs a pattern")
+            raise RuleError("an empty rule matches no command; remove it or write the command")
         if self.effect == "allow" and not pattern.replace("*", "").replace("?", "").strip():
-            raise ValueError(f"the allow rule {pattern!r} would allow every command; use auto-approve")
+            raise RuleError(f"the allow rule {pattern!r} would allow every command; use auto-approve")
         object.__setattr__(self, "pattern", pattern)
 
     def matches(self, text: str) -> bool:
@@ -209,8 +214,8 @@ class CommandDecision:
 
 
 class CommandRules:
-    """The allow and deny rules of all scopes. The lead's config code fills it; "always allow"
-    adds to it with :meth:`add`."""
+    """The allow and deny rules of all scopes: those the settings layer passes in, and those "always
+    allow" adds with :meth:`add`."""
 
     def __init__(self, rules: Iterable[CommandRule] = ()) -> None:
         self.rules: list[CommandRule] = []

@@ -45,6 +45,14 @@ class _Tok:
         return self.subs + (self.target.subs if self.target else [])
 
 
+@dataclass
+class _Nesting:
+    """What is open in the code being read, so that only the right ``)`` ends a ``$(``."""
+
+    parens: int = 0
+    cases: int = 0
+
+
 class _Lexer:
     def __init__(self, src: str) -> None:
         self.s, self.i = src, 0
@@ -52,7 +60,8 @@ class _Lexer:
 
     def tokens(self, closer: bool = False) -> list[_Tok]:
         """All tokens, or (``closer``) those up to the ``)`` that ends a ``$(`` or ``<(``."""
-        s, out, depth, cases = self.s, [], 0, 0
+        s, nesting = self.s, _Nesting()
+        out: list[_Tok] = []
         while True:
             while self.i < len(s) and (s[self.i] in " \t" or s.startswith("\\\n", self.i)):
                 self.i += 2 if s[self.i] == "\\" else 1
@@ -75,30 +84,43 @@ class _Lexer:
             elif c in "<>" and s.startswith("(", self.i + 1):
                 out.append(self.word())
             elif m := _REDIR.match(s, self.i):
-                self.i = m.end()
-                while self.i < len(s) and s[self.i] in " \t":
-                    self.i += 1
-                if self.i >= len(s) or (s[self.i] in _META and not s.startswith(("<(", ">("), self.i)):
-                    raise _Fail("a redirection without a target")
-                target = self.word()
-                fd = int(m.group(1)) if m.group(1) else None
-                tok = _Tok("redir", m.group(2), start, target.end, s[start:target.end], fd=fd, target=target)
-                if tok.text in ("<<", "<<-"):
-                    self.heredocs.append((tok, target.text, tok.text == "<<-", target.raw == target.text))
-                out.append(tok)
+                out.append(self._redirection(m))
             elif op := next((o for o in _OPS if s.startswith(o, self.i)), None):
-                if op == ")" and closer and depth == 0 and cases == 0:
-                    self.i += 1
+                if self._operator(op, out, closer, nesting):
                     return out
-                if op == "(" or (op == ")" and depth > 0):  # else it closes a case pattern
-                    depth += 1 if op == "(" else -1
-                self.i += len(op)
-                out.append(_Tok("op", op, start, self.i, op))
             else:
-                tok = self.word()
-                if tok.raw in ("case", "esac") and (not out or out[-1].kind in ("op", "nl")):
-                    cases += 1 if tok.raw == "case" else -1  # so a case pattern's ")" does not end $(
-                out.append(tok)
+                out.append(self._command_word(out, nesting))
+
+    def _redirection(self, m: re.Match[str]) -> _Tok:
+        s, start = self.s, self.i
+        self.i = m.end()
+        while self.i < len(s) and s[self.i] in " \t":
+            self.i += 1
+        if self.i >= len(s) or (s[self.i] in _META and not s.startswith(("<(", ">("), self.i)):
+            raise _Fail("a redirection without a target")
+        target = self.word()
+        fd = int(m.group(1)) if m.group(1) else None
+        tok = _Tok("redir", m.group(2), start, target.end, s[start:target.end], fd=fd, target=target)
+        if tok.text in ("<<", "<<-"):
+            self.heredocs.append((tok, target.text, tok.text == "<<-", target.raw == target.text))
+        return tok
+
+    def _operator(self, op: str, out: list[_Tok], closer: bool, nesting: _Nesting) -> bool:
+        """Read an operator; True when it is the ``)`` that ends the ``$(`` being read."""
+        if op == ")" and closer and nesting.parens == 0 and nesting.cases == 0:
+            self.i += 1
+            return True
+        if op == "(" or (op == ")" and nesting.parens > 0):  # else it closes a case pattern
+            nesting.parens += 1 if op == "(" else -1
+        start, self.i = self.i, self.i + len(op)
+        out.append(_Tok("op", op, start, self.i, op))
+        return False
+
+    def _command_word(self, out: list[_Tok], nesting: _Nesting) -> _Tok:
+        tok = self.word()
+        if tok.raw in ("case", "esac") and (not out or out[-1].kind in ("op", "nl")):
+            nesting.cases += 1 if tok.raw == "case" else -1  # so a case pattern's ")" does not end $(
+        return tok
 
     def word(self) -> _Tok:
         s, start = self.s, self.i

@@ -7,9 +7,9 @@ Decisions:
   ``${x:-...}``) and decodes ``$'...'`` wrongly. When bashlex cannot parse a command (``[[ ]]``,
   ``case``, ``$((...))``, ``time``, quoted heredoc delimiters, arrays) the same lexer feeds a small
   flattening parser. Whatever neither can read is a parse failure: the policy asks, never guesses.
-* Every command that would run is a :class:`SimpleCommand`: those inside ``$(...)``, backticks,
-  ``<(...)``, unquoted heredoc bodies, ``bash -c '...'`` / ``su -c`` / ``env -S`` / ``eval``
-  strings and ``find -exec`` too, each with ``parent`` pointing at the command that contained it.
+* Every command that would run is a :class:`~anvil.core.policy.shell_command.SimpleCommand`: those inside
+  ``$(...)``, backticks, ``<(...)``, unquoted heredoc bodies, ``bash -c '...'`` / ``su -c`` / ``env -S`` /
+  ``eval`` strings and ``find -exec`` too, each with ``parent`` pointing at the command that contained it.
   Nesting deeper than a few levels is a parse failure rather than a skim.
 * ``words`` is the command normalised for matching: quotes removed, ``FOO=1`` prefixes moved to
   ``env``, and transparent wrappers (``command``, ``builtin``, ``exec``, ``env``, ``nice``,
@@ -22,95 +22,15 @@ Decisions:
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from anvil.core.policy.shell_command import ParsedCommand, Redirect, SimpleCommand
 from anvil.core.policy.shell_lex import _ASSIGN, _Fail, _Lexer, _Tok
 from anvil.core.policy.shell_words import _find_exec, _inline_scripts, unwrap
 
 _MAX_DEPTH = 4  # nested substitutions / -c scripts; deeper than this is refused rather than skimmed
 _MAX_SOURCE = 100_000
-
-
-@dataclass(frozen=True)
-class Redirect:
-    op: str  # ">", ">>", "<", "<<", "<<<", ">&", "&>", ...
-    target: str  # a file, an fd number, or a heredoc delimiter
-    fd: int | None = None
-
-    @property
-    def is_dup(self) -> bool:
-        """``2>&1``, ``>&2``, ``2>&-``: no file involved."""
-        return self.op in (">&", "<&") and (self.target.isdigit() or self.target == "-")
-
-    @property
-    def writes(self) -> bool:
-        return not self.is_dup and self.op in (">", ">>", ">|", "&>", "&>>", "<>", ">&")
-
-    def tokens(self) -> tuple[str, ...]:
-        prefix = "" if self.fd is None else str(self.fd)
-        if self.is_dup:
-            return (f"{prefix}{self.op}{self.target}",)
-        return (f"{prefix}{self.op}", self.target)
-
-
-@dataclass(frozen=True)
-class SimpleCommand:
-    argv: tuple[str, ...]  # words as written, quotes removed, env prefixes split off
-    text: str  # the source slice it came from
-    env: tuple[str, ...] = ()
-    redirects: tuple[Redirect, ...] = ()
-    words: tuple[str, ...] = ()  # normalised: transparent wrappers stripped, program first
-    wrappers: tuple[str, ...] = ()
-    origin: str = "command"  # or "substitution", "process substitution", "heredoc", "shell -c", ...
-    parent: int | None = None
-    pipeline: int = -1  # commands joined by | share a pipeline id; stage is their position
-    stage: int = 0
-
-    @property
-    def program(self) -> str:
-        return self.words[0] if self.words else ""
-
-    @property
-    def name(self) -> str:
-        """The program's base name (``/usr/bin/rm`` -> ``rm``), for risk checks and deny rules."""
-        return posixpath.basename(self.program) if "/" in self.program.rstrip("/") else self.program
-
-    @property
-    def args(self) -> tuple[str, ...]:
-        return self.words[1:]
-
-    def tokens(self, words: tuple[str, ...] | None = None) -> tuple[str, ...]:
-        """Words, then file redirections. fd duplications and /dev/null redirections are left out:
-        they change neither what runs nor what is written, and would only make rules miss."""
-        out = list(self.words if words is None else words)
-        for r in self.redirects:
-            if not r.is_dup and r.target != "/dev/null":
-                out.extend(r.tokens())
-        return tuple(out)
-
-    @property
-    def normalized(self) -> str:
-        """What rules match: :meth:`tokens` joined by single spaces."""
-        return " ".join(self.tokens())
-
-
-@dataclass(frozen=True)
-class ParsedCommand:
-    source: str
-    commands: tuple[SimpleCommand, ...] = ()
-    error: str | None = None
-    parser: str = "bashlex"  # or "fallback"
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-def is_dynamic(word: str) -> bool:
-    """A word whose value is only known when the shell runs it."""
-    return "$" in word or "`" in word
 
 
 def parse_command(source: str) -> ParsedCommand:
@@ -281,83 +201,107 @@ class _Flat:
         self.stack: list[tuple[str, tuple[int, int, int]]] = []  # (closing word, outer pipeline state)
         self.pipe = (-1, 0, len(b.out))  # pipeline id, stage, first command of the stage
         self.pattern = False  # a case pattern comes next
+        self.toks: list[_Tok] = []
+        self.i = 0  # the next token run() reads
 
     def run(self, toks: list[_Tok]) -> None:
-        i = 0
-        while i < len(toks):
-            t = toks[i]
-            i += 1
+        self.toks, self.i = toks, 0
+        while self.i < len(toks):
+            t = toks[self.i]
+            self.i += 1
             if self.pattern and t.kind != "nl":
-                if t.raw == "esac":
-                    self._close("esac")
-                    continue
-                j = i if t.text == "(" else i - 1
-                while j < len(toks) and not (toks[j].kind == "op" and toks[j].text == ")"):
-                    j += 1
-                if j >= len(toks):
-                    raise _Fail("unterminated case pattern")
-                i, self.pattern = j + 1, False
-                continue
-            if t.kind == "word" and not self.words and not self.redirs:
-                kw = t.raw if t.raw == t.text else ""  # reserved words are never quoted
-                if t.arith:
-                    self._loose(t)
-                elif kw in _NOISE:
-                    i += 1 if kw == "time" and i < len(toks) and toks[i].raw == "-p" else 0
-                elif kw in _OPENERS:
-                    self._open(kw)
-                    if kw in ("for", "select", "case"):
-                        while (i < len(toks) and toks[i].kind == "word" and toks[i].raw != "in") or (
-                                kw == "case" and i < len(toks) and toks[i].kind == "nl"):
-                            self._loose(toks[i])
-                            i += 1
-                        if kw == "case":
-                            if i >= len(toks) or toks[i].raw != "in":
-                                raise _Fail("case without in")
-                            i, self.pattern = i + 1, True
-                        while i < len(toks) and toks[i].kind == "word":  # for x in WORDS
-                            self._loose(toks[i])
-                            i += 1
-                elif kw in ("fi", "done", "}", "esac"):
-                    self._close(kw)
-                elif kw == "function":
-                    i += 3 if toks[i + 1:i + 2] and toks[i + 1].text == "(" else 1
-                elif kw == "[[":
-                    j = i
-                    while j < len(toks) and toks[j].raw != "]]":
-                        j += 1
-                    if j >= len(toks):
-                        raise _Fail("unterminated [[")
-                    inner = toks[i - 1:j + 1]
-                    words = [w for x in inner for w in ((f"{x.fd or ''}{x.text}", x.target.text)
-                                                        if x.target else (x.text,))]
-                    text = self.src[t.start:toks[j].end]
-                    self.b.emit(words, [], [], text, self.ctx, [s for x in inner for s in x.all_subs()])
-                    i = j + 1
-                elif [(x.kind, x.text) for x in toks[i:i + 2]] == [("op", "("), ("op", ")")]:
-                    i += 2  # a function definition: name () { ...; }
-                else:
-                    self.words.append(t)
-                continue
-            if t.kind == "word":
-                self.words.append(t)
-            elif t.kind == "redir":
-                self.redirs.append(t)
-            elif t.text == "(":
-                if self.words or self.redirs:
-                    raise _Fail("unexpected (")
-                self._open("(")
+                self._skip_pattern(t)
+            elif t.kind == "word" and not self.words and not self.redirs:
+                self._first_word(t)
             else:
-                self._end_stage(piped=t.text in ("|", "|&"))
-                if t.text == ")":
-                    self._close(")")
-                elif t.text in (";;", ";&", ";;&"):
-                    if not self.stack or self.stack[-1][0] != "esac":
-                        raise _Fail(f"unexpected {t.text}")
-                    self.pattern = True
+                self._token(t)
         self._end_stage(piped=False)
         if self.stack:
             raise _Fail(f"missing {self.stack[-1][0]!r}")
+
+    def _skip_pattern(self, t: _Tok) -> None:
+        """A case pattern (``a|b)``) runs nothing: skip to its ``)``; ``esac`` ends the case."""
+        if t.raw == "esac":
+            self._close("esac")
+            return
+        toks = self.toks
+        j = self.i if t.text == "(" else self.i - 1
+        while j < len(toks) and not (toks[j].kind == "op" and toks[j].text == ")"):
+            j += 1
+        if j >= len(toks):
+            raise _Fail("unterminated case pattern")
+        self.i, self.pattern = j + 1, False
+
+    def _first_word(self, t: _Tok) -> None:
+        """The first word where a command may start: a reserved word opens or closes a compound (reserved
+        words are never quoted), anything else starts a simple command."""
+        toks, i = self.toks, self.i
+        kw = t.raw if t.raw == t.text else ""
+        if t.arith:
+            self._loose(t)
+        elif kw in _NOISE:
+            self.i += 1 if kw == "time" and i < len(toks) and toks[i].raw == "-p" else 0
+        elif kw in _OPENERS:
+            self._open(kw)
+            if kw in ("for", "select", "case"):
+                self._loop_words(kw)
+        elif kw in ("fi", "done", "}", "esac"):
+            self._close(kw)
+        elif kw == "function":
+            self.i += 3 if toks[i + 1:i + 2] and toks[i + 1].text == "(" else 1
+        elif kw == "[[":
+            self._test_expression(t)
+        elif [(x.kind, x.text) for x in toks[i:i + 2]] == [("op", "("), ("op", ")")]:
+            self.i += 2  # a function definition: name () { ...; }
+        else:
+            self.words.append(t)
+
+    def _loop_words(self, kw: str) -> None:
+        """The words after ``for x in``, ``select``, ``case WORD in``: they run nothing but may hold substitutions."""
+        toks = self.toks
+        while (self.i < len(toks) and toks[self.i].kind == "word" and toks[self.i].raw != "in") or (
+                kw == "case" and self.i < len(toks) and toks[self.i].kind == "nl"):
+            self._loose(toks[self.i])
+            self.i += 1
+        if kw == "case":
+            if self.i >= len(toks) or toks[self.i].raw != "in":
+                raise _Fail("case without in")
+            self.i, self.pattern = self.i + 1, True
+        while self.i < len(toks) and toks[self.i].kind == "word":  # for x in WORDS
+            self._loose(toks[self.i])
+            self.i += 1
+
+    def _test_expression(self, t: _Tok) -> None:
+        """``[[ ... ]]`` as one command whose words are the expression (its substitutions run)."""
+        toks, j = self.toks, self.i
+        while j < len(toks) and toks[j].raw != "]]":
+            j += 1
+        if j >= len(toks):
+            raise _Fail("unterminated [[")
+        inner = toks[self.i - 1:j + 1]
+        words = [w for x in inner for w in ((f"{x.fd or ''}{x.text}", x.target.text) if x.target else (x.text,))]
+        text = self.src[t.start:toks[j].end]
+        self.b.emit(words, [], [], text, self.ctx, [s for x in inner for s in x.all_subs()])
+        self.i = j + 1
+
+    def _token(self, t: _Tok) -> None:
+        """A token inside a command: a word or redirection joins it; an operator ends it."""
+        if t.kind == "word":
+            self.words.append(t)
+        elif t.kind == "redir":
+            self.redirs.append(t)
+        elif t.text == "(":
+            if self.words or self.redirs:
+                raise _Fail("unexpected (")
+            self._open("(")
+        else:
+            self._end_stage(piped=t.text in ("|", "|&"))
+            if t.text == ")":
+                self._close(")")
+            elif t.text in (";;", ";&", ";;&"):
+                if not self.stack or self.stack[-1][0] != "esac":
+                    raise _Fail(f"unexpected {t.text}")
+                self.pattern = True
 
     def _loose(self, t: _Tok) -> None:
         """Substitutions in words that are not a command's (loop lists, case subjects, arithmetic)."""

@@ -126,20 +126,35 @@ def _inline_scripts(words: tuple[str, ...]) -> list[tuple[str, str]]:
     name = posixpath.basename(words[0])
     if name == "eval" and len(words) > 1:
         return [("eval", " ".join(words[1:]))]
-    if name == "env":  # unwrap() stopped here: `env -S 'cmd args'` splits a string into a command
-        for i, a in enumerate(words):
-            if a in ("-S", "--split-string") or a.startswith("--split-string="):
-                rest = words[i + 1:] if "=" not in a else (a.split("=", 1)[1], *words[i + 1:])
-                return [("env -S", " ".join(rest))] if rest else []
+    if name == "env":
+        return _env_split_string(words)
     if name == "su":
-        for i, a in enumerate(words):
-            if a.startswith("--command="):
-                return [("su -c", a.split("=", 1)[1])]
-            if a in ("-c", "--command") and i + 1 < len(words):
-                return [("su -c", words[i + 1])]
-        return []
-    if name not in SHELLS:
-        return []
+        return _su_command(words)
+    if name in SHELLS:
+        return _shell_command(words)
+    return []
+
+
+def _env_split_string(words: tuple[str, ...]) -> list[tuple[str, str]]:
+    """unwrap() stopped at this ``env``: ``env -S 'cmd args'`` splits a string into a command."""
+    for i, a in enumerate(words):
+        if a in ("-S", "--split-string") or a.startswith("--split-string="):
+            rest = words[i + 1:] if "=" not in a else (a.split("=", 1)[1], *words[i + 1:])
+            return [("env -S", " ".join(rest))] if rest else []
+    return []
+
+
+def _su_command(words: tuple[str, ...]) -> list[tuple[str, str]]:
+    for i, a in enumerate(words):
+        if a.startswith("--command="):
+            return [("su -c", a.split("=", 1)[1])]
+        if a in ("-c", "--command") and i + 1 < len(words):
+            return [("su -c", words[i + 1])]
+    return []
+
+
+def _shell_command(words: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The script of ``bash -c SCRIPT`` (``-lc``, ``-o pipefail -c`` too): the first operand after ``-c``."""
     has_c, i, args = False, 0, words[1:]
     while i < len(args):
         a = args[i]

@@ -2,8 +2,8 @@
 
 Three sources, later ones winning on a name clash so a project can redefine even a built-in type:
 
-1. built-in: ``explore`` (read-only: read_file, grep, glob, list_files) and ``general`` (every tool the
-   parent has, under the same approval policy);
+1. built-in: ``explore`` (read-only, and only the tools that read and search: read_file, grep, glob,
+   list_files) and ``general`` (every tool the parent has, under the same approval policy);
 2. the ``agents`` table of the configuration (:class:`AgentTypeConfig`, one entry per name);
 3. ``.anvil/agents/*.md`` in the project: a ``---``-delimited header, then the system prompt::
 
@@ -19,8 +19,9 @@ The header is a small ``key: value`` format parsed here rather than YAML, so anv
 dependency; it accepts the subset people write in these files (scalars, ``[a, b]``, ``- item`` lists,
 ``#`` comments). A file that cannot be read or parsed is skipped with a warning naming it.
 
-Tool entries are names or fnmatch patterns (``mcp__github__*``). ``task`` is never given to a sub-agent,
-so sub-agents cannot start sub-agents, nor is ``exit_plan_mode``: leaving plan mode is the parent's call.
+Tool entries are names or fnmatch patterns (``mcp__github__*``). Tools only the main agent may use
+(``Tool.main_agent_only``) are never given to a sub-agent: ``task``, so sub-agents cannot start sub-agents,
+and ``exit_plan_mode``, since leaving plan mode is the parent's call.
 """
 
 from __future__ import annotations
@@ -31,12 +32,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from anvil.core.tools.base import ToolRegistry
+from anvil.core.tools.base import ToolKind, ToolRegistry
 
 TASK_TOOL_NAME = "task"
-#: never given to a sub-agent: it cannot start sub-agents, and leaving plan mode is the parent's call
-NEVER_FOR_SUBAGENTS = frozenset({TASK_TOOL_NAME, "exit_plan_mode"})
-EXPLORE_TOOLS = ("read_file", "grep", "glob", "list_files")
 
 
 class AgentTypeConfig(BaseModel):
@@ -67,6 +65,8 @@ class AgentType:
     max_iterations: int | None = None
     #: where it was defined ("built-in", "config", or the .md file's path), for messages
     source: str = "built-in"
+    #: only tools of these kinds (``Tool.kind``); None means any kind
+    kinds: frozenset[ToolKind] | None = None
 
 
 EXPLORE_PROMPT = """\
@@ -84,7 +84,7 @@ anything left undone or uncertain."""
 BUILTIN_TYPES: dict[str, AgentType] = {
     "explore": AgentType("explore", "Read-only search and reading: find code, answer questions about the "
                          "code base, gather context. Cannot change files.", EXPLORE_PROMPT,
-                         tools=EXPLORE_TOOLS, read_only=True),
+                         kinds=frozenset({"read", "search"}), read_only=True),
     "general": AgentType("general", "A general-purpose agent with every tool (same approvals as you), for "
                          "a self-contained multi-step task.", GENERAL_PROMPT),
 }
@@ -193,15 +193,15 @@ def _unquote(value: str) -> str:
 
 
 def select_tools(parent: ToolRegistry, agent: AgentType) -> ToolRegistry:
-    """The parent's tools this agent type may use, in the parent's order; never ``task`` or ``exit_plan_mode``."""
+    """The parent's tools this agent type may use, in the parent's order; never one only the main agent may use
+    (``task``, ``exit_plan_mode``)."""
     chosen = ToolRegistry()
-    for name in parent.names():
-        tool = parent.get(name)
-        if tool is None or name in NEVER_FOR_SUBAGENTS:
+    for tool in parent.tools():
+        if tool.main_agent_only or (agent.read_only and tool.mutates):
             continue
-        if agent.tools is not None and not any(fnmatch.fnmatchcase(name, p) for p in agent.tools):
+        if agent.kinds is not None and tool.kind not in agent.kinds:
             continue
-        if agent.read_only and not tool.read_only:
+        if agent.tools is not None and not any(fnmatch.fnmatchcase(tool.name, p) for p in agent.tools):
             continue
         chosen.add(tool)
     return chosen

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from anvil.core.events import (
+    HEADLESS_DENIAL,
     ApprovalDecision,
     ApprovalRequested,
     AssistantMessage,
@@ -55,10 +56,11 @@ from anvil.core.events import (
     ToolResultEvent,
     TurnEnded,
 )
-from anvil.core.model.litellm_model import Model
+from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, AgentType, select_tools
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
+from anvil.core.tools.errors import ToolError
 
 #: What a sub-agent is told on top of its type's prompt.
 PREAMBLE = """\
@@ -67,8 +69,6 @@ you the task below and sees only your final message, not your tool calls: make t
 self-contained report. Paths are relative to the project root.
 
 """
-HEADLESS_DENIAL = ("Not run: this call needs the user's approval and nobody can answer here (non-interactive "
-                   "run). Do without it, or say in your report what you would have run and why.")
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,12 @@ class SubagentEvent(Event):
     agent_type: str
     description: str
     inner: Event
+    #: the parent's ``task`` call this sub-agent runs for, so front ends nest its steps under that call
+    call_id: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "agent_type": self.agent_type, "description": self.description,
-                "inner": self.inner.to_dict()}
+                "call_id": self.call_id, "inner": self.inner.to_dict()}
 
 
 class TaskArgs(ToolArgs):
@@ -112,13 +114,15 @@ class TaskTool(Tool):
                    "Use it for broad searches or side tasks whose details would crowd this conversation; "
                    "give it a complete prompt, since it sees nothing else. One runs at a time.")
     Args = TaskArgs
+    kind = "other"
+    main_agent_only = True  # sub-agents cannot start sub-agents
 
     @property
-    def read_only(self) -> bool:  # type: ignore[override]
-        # A "general" sub-agent can change files, so the task tool is not read-only - except in plan mode,
-        # where the child obeys the same plan-mode policy and so cannot change anything either: the
-        # policy then lets the model explore through sub-agents, as it may read by itself.
-        return self.policy.mode == "plan"
+    def mutates(self) -> bool:  # type: ignore[override]
+        # A "general" sub-agent can change files, so the task tool mutates - except in plan mode, where the
+        # child obeys the same plan-mode policy and so cannot change anything either: the policy then lets
+        # the model explore through sub-agents, as it may read by itself.
+        return self.policy.mode != "plan"
 
     def __init__(self, model: Model | Callable[[], Model], parent_tools: ToolRegistry,
                  policy: ApprovalPolicy, *, types: dict[str, AgentType] | None = None,
@@ -170,7 +174,8 @@ class TaskTool(Tool):
         shared = {key: ctx.state[key] for key in ("policy",) if key in ctx.state}
         shared["file_change_locks"] = ctx.state.setdefault("file_change_locks", {})
         child_ctx = ToolContext(root=ctx.root, data_dir=ctx.data_dir, session_id=f"{ctx.session_id}.sub{self._runs}",
-                                settings=ctx.settings, checkpoints=ctx.checkpoints, ask=ctx.ask, state=shared)
+                                settings=ctx.settings, checkpoints=ctx.checkpoints, ask=ctx.ask, state=shared,
+                                sandbox=ctx.sandbox)  # a sub-agent's commands are the model's too
         child = Agent(self.model, select_tools(self.parent_tools, agent_type), child_ctx,
                       system_prompt=PREAMBLE.format(root=ctx.root) + agent_type.system_prompt, policy=self.policy,
                       session=None, max_iterations=agent_type.max_iterations or self.max_iterations,
@@ -202,30 +207,33 @@ class TaskTool(Tool):
     async def _drive(self, child: Any, args: TaskArgs, agent_type: AgentType, ctx: ToolContext,
                      outcome: _Outcome) -> None:
         """Run the child's turn, forwarding its events and relaying its approval requests."""
+        parent_call = str(ctx.state.get("call_id", ""))  # the task call running now; its id is set before run
         async for event in child.run_turn(args.prompt):
-            if isinstance(event, ApprovalRequested):
-                # answered in its own task: the child waits on the future, and an interrupt must still reach it
-                relay = asyncio.create_task(self._relay(event, args.description, ctx))
-                outcome.relays.add(relay)
-                relay.add_done_callback(outcome.relays.discard)
-                continue
-            if isinstance(event, TextDelta):
-                continue
-            if isinstance(event, AssistantMessage) and event.text.strip():
-                outcome.report = event.text.strip()
-            elif isinstance(event, ToolResultEvent):
-                outcome.tool_calls += 1
-                tool = child.tools.get(event.name)
-                if event.ok and tool is not None and not tool.read_only:
-                    outcome.changed = True
-            elif isinstance(event, TurnEnded):
-                outcome.reason, outcome.message, outcome.iterations = event.reason, event.message, event.iterations
-            ctx.emit(SubagentEvent(agent_type.name, args.description, event))
+            match event:
+                case ApprovalRequested():
+                    # answered in its own task: the child waits on the future, and an interrupt must still reach it
+                    relay = asyncio.create_task(self._relay(event, args.description, ctx))
+                    outcome.relays.add(relay)
+                    relay.add_done_callback(outcome.relays.discard)
+                    continue
+                case TextDelta():
+                    continue
+                case AssistantMessage(text=text) if text.strip():
+                    outcome.report = text.strip()
+                case ToolResultEvent(ok=True, name=name):
+                    outcome.tool_calls += 1
+                    tool = child.tools.get(name)
+                    outcome.changed = outcome.changed or (tool is not None and tool.mutates)
+                case ToolResultEvent():
+                    outcome.tool_calls += 1
+                case TurnEnded():
+                    outcome.reason, outcome.message, outcome.iterations = event.reason, event.message, event.iterations
+            ctx.emit(SubagentEvent(agent_type.name, args.description, event, parent_call))
 
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
         """Put a child's approval request before the person, or deny it when nobody can answer."""
         if ctx.ask is None:
-            event.answer(ApprovalDecision(False, HEADLESS_DENIAL, by="headless"))
+            event.answer(HEADLESS_DENIAL)
             return
         shown = dataclasses.replace(event, title=f"Sub-agent ({description}): {event.title}")
         try:
@@ -242,17 +250,17 @@ class TaskTool(Tool):
 
     def _result(self, agent_type: AgentType, outcome: _Outcome, usage: dict[str, Any]) -> ToolResult:
         data: dict[str, Any] = {**usage, "agent_type": agent_type.name, "reason": outcome.reason,
-                                "iterations": outcome.iterations, "tool_calls": outcome.tool_calls,
-                                "changed": outcome.changed}
+                                "iterations": outcome.iterations, "tool_calls": outcome.tool_calls}
         tokens = usage["prompt_tokens"] + usage["completion_tokens"]
         summary = f"{agent_type.name}: {outcome.tool_calls} tool calls, {tokens:,} tokens"
         if outcome.reason == "done":
             return ToolResult(outcome.report or "(The sub-agent finished without writing a report.)",
-                              summary=summary, data=data)
+                              summary=summary, data=data, changed=outcome.changed)
         why = outcome.message or outcome.reason
         text = f"The sub-agent stopped before finishing ({outcome.reason}: {why})."
         if outcome.report:
             text += f" Its last message:\n\n{outcome.report}"
         else:
             text += " It wrote no report; retry with a narrower prompt, or do the task yourself."
-        return ToolResult(text, ok=False, summary=f"{summary}, stopped: {outcome.reason}", data=data)
+        return ToolResult(text, ok=False, summary=f"{summary}, stopped: {outcome.reason}", data=data,
+                          changed=outcome.changed)

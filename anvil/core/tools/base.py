@@ -1,7 +1,8 @@
 """The tool contract: what every tool is, what it gets, what it returns.
 
 A tool is a class with a name, a description written for the model, a pydantic ``Args`` model
-(its JSON schema is what the model sees), ``needs_approval(args, ctx)`` and ``async run(args, ctx)``.
+(its JSON schema is what the model sees), the traits that say what it is (its kind, whether it mutates,
+what approval it needs) and ``async run(args, ctx)``.
 Tools never raise into the loop: :class:`ToolError` carries a message back to the model, and the
 registry turns bad arguments and unexpected exceptions into error results too.
 """
@@ -9,31 +10,35 @@ registry turns bad arguments and unexpected exceptions into error results too.
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
-
-
-class ToolError(Exception):
-    """A failure the model should read and can act on (bad path, no match, timeout...)."""
+from anvil.core.tools.paths import default_user_config_dir, resolve_path
 
 
 @dataclass
 class ToolResult:
-    """What a tool returns. ``output`` is what the model reads; the rest is for front ends."""
+    """What a tool returns. ``output`` is what the model reads; ``summary``, ``diff`` and ``data`` are for front
+    ends; ``end_turn`` and ``changed`` are for the loop."""
 
     output: str
     ok: bool = True
     summary: str = ""
     diff: str | None = None
     data: dict[str, Any] | None = None
+    #: the turn should end after this call (a plan handed over for review when nobody can approve it)
+    end_turn: bool = False
+    #: whether the call changed the project's files; None leaves it to the tool's traits (see Tool.mutates)
+    changed: bool | None = None
 
 
 class ToolArgs(BaseModel):
@@ -53,14 +58,34 @@ class ToolSettings:
     output_budget: int = 16_000
     default_timeout: float = 120.0
     max_timeout: float = 600.0
+    #: anvil's user configuration directories: the file tools never write there without the person
+    config_dirs: list[Path] = field(default_factory=lambda: [default_user_config_dir()])
+    #: bytes one command's log keeps (head and tail); all command logs together; 0 for no limit
+    log_cap: int = 50 * 1024 * 1024
+    logs_total_cap: int = 500 * 1024 * 1024
+    #: seconds a background command may run before it is stopped; 0 for no limit
+    background_timeout: float = 7200.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileStamp:
-    """What a file looked like when the model last read it, to refuse blind overwrites."""
+    """What a file looked like when the model last read it, to refuse blind overwrites: a change keeps none
+    of these the same unless someone reset the time on purpose, and then the content hash still differs."""
 
-    mtime_ns: int
     size: int
+    mtime_ns: int
+    inode: int
+    device: int
+    #: sha256 of the bytes the model read
+    digest: str
+
+    @classmethod
+    def of(cls, info: os.stat_result, digest: str) -> FileStamp:
+        return cls(info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, digest)
+
+    def same_metadata(self, info: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns, self.inode, self.device) == (
+            info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
 
 
 @dataclass
@@ -80,14 +105,16 @@ class ToolContext:
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
+    #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
+    sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
+        if self.sandbox is None:
+            self.sandbox = Sandbox.disabled(self.root, self.session_id)
 
     def resolve(self, path: str) -> Path:
         """A model-supplied path, made absolute and checked to be inside the project."""
-        from anvil.core.tools.files.paths import resolve_path
-
         return resolve_path(path, self.root, self.settings.allowed_dirs)
 
     def display(self, path: Path) -> str:
@@ -97,9 +124,9 @@ class ToolContext:
         except ValueError:
             return str(path)
 
-    def record_read(self, path: Path) -> None:
-        st = path.stat()
-        self.reads[path] = FileStamp(st.st_mtime_ns, st.st_size)
+    def record_read(self, path: Path, info: os.stat_result, digest: str) -> None:
+        """Remember that the model saw ``path`` as it was when ``info`` was taken, with content hash ``digest``."""
+        self.reads[path] = FileStamp.of(info, digest)
 
     async def close(self) -> None:
         """End what tools left running (background commands); called when the session ends."""
@@ -115,17 +142,58 @@ class ToolContext:
         self.cleanups.clear()
 
 
+#: What a tool does, in the Agent Client Protocol's words (front ends and ACP clients show calls by kind).
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+#: What the approval policy asks of a call before it runs:
+#: none: nothing, it runs; edit: it changes files, so it asks only when the person wants edits approved
+#: (``ask_edits``); command: its shell command is judged by the command policy (rules per simple command,
+#: risky forms, the hard-deny list); rule: it asks unless a tool rule (``name(subject)``) allows it.
+Approval = Literal["none", "edit", "command", "rule"]
+
+
 class Tool(ABC):
-    """Base class for tools. Subclasses set the class attributes and implement ``run``."""
+    """Base class for tools. Subclasses set the class attributes and implement ``run``.
+
+    The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``write_targets``,
+    ``runs_tests``, ``polls``, ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents
+    decide from them, never from the tool's name.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[ToolArgs]] = ToolArgs
-    #: True when the tool never changes anything (plan mode and sub-agents rely on it).
-    read_only: ClassVar[bool] = True
+    kind: ClassVar[ToolKind] = "other"
+    #: It can change something (files, processes, the world outside): plan mode refuses it, read-only
+    #: sub-agents do not get it, and a successful call counts as changing the project's files unless it
+    #: is of kind "execute" (what commands change is what verification is for) or its result says otherwise.
+    mutates: ClassVar[bool] = False
+    approval: ClassVar[Approval] = "none"
+    #: It runs the project's tests (stage words: testing, verifying; a failure makes the next edits "fixing").
+    runs_tests: ClassVar[bool] = False
+    #: Calling it again with the same arguments is its point (polling a background command): the loop guard
+    #: counts a repeat only when nothing new came back.
+    polls: ClassVar[bool] = False
+    #: Only the main agent may use it (starting sub-agents, leaving plan mode): sub-agents never get it.
+    main_agent_only: ClassVar[bool] = False
 
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return False
+    def rule_subject(self, args: Any) -> str | None:
+        """What a tool rule's subject is matched against (``web_fetch(domain:docs.python.org)``); None when
+        the tool's rules name only the tool (``run_tests(*)``)."""
+        return None
+
+    def command(self, args: Any) -> str | None:
+        """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
+        return None
+
+    def write_targets(self, args: Any) -> list[str]:
+        """The paths this call writes, as the model gave them. Every tool that writes files declares them: the
+        approval policy asks about protected ones (anvil's configuration, git's files, shell start-up files)
+        whatever the mode or the rules (:mod:`anvil.core.tools.protected`)."""
+        return []
+    def outside_sandbox(self, args: Any) -> str | None:
+        """The model's reason when this call asks to run outside the OS sandbox; None otherwise. Such a call
+        always asks the person (no rule, mode or hook can allow it), and is refused where nobody can answer."""
+        return None
 
     def phase(self, args: Any) -> str:
         """A short label for front ends ("Reading app.py"), derived from the arguments."""
@@ -193,6 +261,9 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return list(self._tools)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def schemas(self) -> list[dict[str, Any]]:
         # Built once: pydantic's schema generation costs milliseconds, and the loop asks every step.

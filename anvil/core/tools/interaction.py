@@ -6,7 +6,7 @@ tools say so instead of waiting forever:
 
 - ask_user tells the model to decide for itself and state its assumption;
 - exit_plan_mode hands the plan to the front end (a :class:`PlanProposed` without a future, which
-  ``anvil -p`` prints) and asks the loop to end the turn (``data["end_turn"]``). In "auto" mode
+  ``anvil -p`` prints) and asks the loop to end the turn (``ToolResult.end_turn``). In "auto" mode
   (``--auto-approve --mode plan``) the plan is approved by itself: the person approved everything.
 
 The tools read the approval policy from ``ctx.state["policy"]`` (see :func:`attach_policy`) to leave
@@ -16,15 +16,26 @@ plan mode, and the current call id from ``ctx.state["call_id"]`` when the loop p
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import Field
 
 from anvil.core.events import Notice, PlanDecision, PlanProposed, QuestionAsked
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 
-if TYPE_CHECKING:
-    from anvil.core.policy.approval import ApprovalPolicy
+
+class PlanModeSwitch(Protocol):
+    """What exit_plan_mode needs of the approval policy: the mode, and leaving plan mode."""
+
+    mode: str
+    previous_mode: str
+
+    @property
+    def planning(self) -> bool: ...
+
+    def exit_plan(self) -> str: ...
+
 
 POLICY_KEY = "policy"
 CALL_ID_KEY = "call_id"
@@ -38,7 +49,7 @@ PLAN_MODE_REMINDER = (
 )
 
 
-def attach_policy(ctx: ToolContext, policy: ApprovalPolicy) -> None:
+def attach_policy(ctx: ToolContext, policy: PlanModeSwitch) -> None:
     """Give the interaction tools the policy whose mode they switch (the runtime calls this once)."""
     ctx.state[POLICY_KEY] = policy
 
@@ -59,7 +70,7 @@ def _call_id(ctx: ToolContext) -> str:
     return str(ctx.state.get(CALL_ID_KEY, ""))
 
 
-def _policy(ctx: ToolContext) -> ApprovalPolicy | None:
+def _policy(ctx: ToolContext) -> PlanModeSwitch | None:
     return ctx.state.get(POLICY_KEY)
 
 
@@ -79,7 +90,7 @@ class AskUser(Tool):
         "and do not ask for permission to run tools (approval is handled separately). Ask one question at a time."
     )
     Args = AskUserArgs
-    read_only = True  # it changes nothing; plan mode relies on it
+    kind = "other"  # a question for the person: it reads and changes nothing
 
     def phase(self, args: Any) -> str:
         return "Asking you"
@@ -114,7 +125,8 @@ class ExitPlanMode(Tool):
         "Do not use it outside plan mode or for questions that need no code changes."
     )
     Args = ExitPlanModeArgs
-    read_only = True  # it changes nothing by itself: the person's approval does
+    kind = "switch_mode"  # it changes nothing by itself: the person's approval does
+    main_agent_only = True  # leaving plan mode is the main agent's call
 
     def phase(self, args: Any) -> str:
         return "Proposing a plan"
@@ -136,7 +148,7 @@ class ExitPlanMode(Tool):
             return ToolResult(
                 "The plan was handed to the person for review; nobody can approve it in this run (headless), so "
                 "nothing may be changed now. End your turn: reply with at most one short sentence and call no "
-                "more tools.", summary="plan ready for review", data={"plan": plan, "end_turn": True})
+                "more tools.", summary="plan ready for review", data={"plan": plan}, end_turn=True)
         future: asyncio.Future[PlanDecision] = asyncio.get_running_loop().create_future()
         decision = await ctx.ask(PlanProposed(_call_id(ctx), plan, future))
         if not isinstance(decision, PlanDecision):
@@ -152,7 +164,7 @@ class ExitPlanMode(Tool):
                           summary="plan rejected", data={"approved": False, "feedback": feedback})
 
     @staticmethod
-    def _approved(ctx: ToolContext, policy: ApprovalPolicy | None, proposed: str, final: str, by: str) -> ToolResult:
+    def _approved(ctx: ToolContext, policy: PlanModeSwitch | None, proposed: str, final: str, by: str) -> ToolResult:
         edited = final != proposed
         mode = policy.exit_plan() if policy is not None else None
         if mode is not None:

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from anvil.core.events import TodoItem, TodosChanged
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 
 _MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]", "cancelled": "[-]"}
 
@@ -49,8 +50,7 @@ class TodoWrite(Tool):
         "apply instead of leaving them pending."
     )
     Args = TodoWriteArgs
-    # it changes only the plan, never the project, so plan mode and sub-agents may use it
-    read_only = True
+    kind = "think"  # it changes only the plan, never the project, so plan mode and sub-agents may use it
 
     def phase(self, args: Any) -> str:
         return "Planning"
@@ -79,6 +79,7 @@ class TodoWrite(Tool):
 
 class TodoRead(Tool):
     name = "todo_read"
+    kind = "think"
     description = "Show your current todo list with each item's status."
 
     def phase(self, args: Any) -> str:

@@ -17,12 +17,13 @@ from anvil.config import Settings, data_dir, user_config_dir
 from anvil.core.context.snapshot import SNAPSHOT_MARK, STUB_MARK
 from anvil.core.events import CompactionFinished, CompactionStarted, Notice, TodoItem, TurnEnded
 from anvil.core.loop.agent import Agent
-from anvil.core.model.litellm_model import LiteLLMModel, RetryPolicy, load_litellm
+from anvil.core.model.errors import RetryPolicy
+from anvil.core.model.litellm_model import LiteLLMModel, load_litellm
 from anvil.core.prompts import build_system_prompt
 from anvil.core.session.store import SessionStore
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
 from anvil.runtime import open_runtime
-from tests.core.loop.test_agent_loop import EchoTool, assert_history_valid, run
+from tests.support.agents import BigTool, EchoTool, assert_history_valid, run
 from tests.support.openai_server import ScriptedOpenAIServer
 
 MODEL = "openai/scripted"
@@ -60,23 +61,6 @@ class SummaryServer(ScriptedOpenAIServer):
 
     def summary_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if "tools" not in r]
-
-
-class BigArgs(ToolArgs):
-    name: str
-
-
-class BigTool(Tool):
-    """A read-only tool with a large result (~12 tokens a line)."""
-
-    name = "big"
-    description = "Return a big text."
-    Args = BigArgs
-    lines = 60
-
-    async def run(self, args: BigArgs, ctx: ToolContext) -> ToolResult:
-        return ToolResult("".join(f"{args.name} line {i}: the quick brown fox jumps over the lazy dog\n"
-                                  for i in range(self.lines)))
 
 
 @pytest.fixture
@@ -318,3 +302,44 @@ async def test_an_interrupted_summary_leaves_the_history_as_it_was(srv: SummaryS
     finished = compactions(events)[-1]
     assert not finished.ok and finished.tier == 0 and "Interrupted" in finished.message
     assert agent.messages == before
+
+
+class PathArgs(ToolArgs):
+    path: str
+
+
+class PatchTool(Tool):
+    """Changes a file, under a name no built-in tool has: the snapshot must find it by its kind."""
+
+    name = "patch"
+    description = "Patch a file."
+    Args = PathArgs
+    kind = "edit"
+    mutates = True
+    approval = "edit"
+
+    async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
+        return ToolResult(f"patched {args.path}")
+
+
+class PeekTool(Tool):
+    name = "peek"
+    description = "Read a file."
+    Args = PathArgs
+    kind = "read"
+
+    async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
+        return ToolResult(f"{args.path} says hello")
+
+
+async def test_the_snapshot_lists_the_files_that_edit_tools_changed(srv: SummaryServer, tmp_path: Path) -> None:
+    agent = make(srv, tmp_path, 3000, PatchTool(), PeekTool())
+    srv.add({"tool_calls": [{"name": "peek", "arguments": {"path": "seen.md"}},
+                            {"name": "patch", "arguments": {"path": "notes.md"}}]}, {"text": "Patched."})
+    await run(agent, PERSON[0])
+    await talk(srv, agent, 3, start=1)
+    [e async for e in agent.compact()]
+    snapshot = agent.messages[1]["content"]
+    assert snapshot.startswith(SNAPSHOT_MARK)
+    files = snapshot.split("## Files created or modified (from the tool calls)\n")[1].split("\n## ")[0]
+    assert files.splitlines() == ["- notes.md"]  # what the edit tool changed, not what the read tool read

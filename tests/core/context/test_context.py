@@ -15,9 +15,10 @@ from anvil.core.context.meter import (
     usable_window,
 )
 from anvil.core.events import ContextUsage, ToolResultEvent
-from anvil.core.model.litellm_model import LiteLLMModel, Usage, load_litellm
+from anvil.core.model.litellm_model import LiteLLMModel, load_litellm
+from anvil.core.model.protocol import Usage
 from anvil.core.tools.base import ToolContext, ToolRegistry
-from tests.core.loop.test_agent_loop import EchoTool, make_agent, run
+from tests.support.agents import EchoTool, make_agent, run
 from tests.support.openai_server import ScriptedOpenAIServer
 
 MODEL = "openai/scripted"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,96 +18,11 @@ from anvil.core.events import (
     TextDelta,
     ToolCallStarted,
     ToolResultEvent,
-    TurnEnded,
     UsageReport,
 )
-from anvil.core.loop.agent import Agent
-from anvil.core.model.litellm_model import LiteLLMModel, RetryPolicy
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
+from tests.support.agents import EchoTool, GuardedTool, SlowTool, assert_history_valid, ended, make_agent, run
 from tests.support.openai_server import ScriptedOpenAIServer
-
-
-class EchoArgs(ToolArgs):
-    text: str
-
-
-class EchoTool(Tool):
-    name = "echo"
-    description = "Echo the text back."
-    Args = EchoArgs
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    async def run(self, args: EchoArgs, ctx: ToolContext) -> ToolResult:
-        self.seen.append(args.text)
-        return ToolResult(f"echo: {args.text}")
-
-
-class SlowTool(Tool):
-    name = "slow"
-    description = "Takes a long time."
-    Args = ToolArgs
-
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
-        return ToolResult("finished")
-
-
-class GuardedTool(Tool):
-    name = "guarded"
-    description = "Needs approval."
-    Args = EchoArgs
-    read_only = False
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
-
-    async def run(self, args: EchoArgs, ctx: ToolContext) -> ToolResult:
-        return ToolResult(f"guarded ran with {args.text}")
-
-
-def make_agent(server: ScriptedOpenAIServer, tmp_path: Path, *tools: Tool, **kwargs: Any) -> Agent:
-    model = LiteLLMModel("openai/scripted", api_base=server.url,
-                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02))
-    ctx = ToolContext(root=tmp_path, data_dir=tmp_path / "data")
-    return Agent(model, ToolRegistry(list(tools)), ctx, system_prompt="You are a test.", **kwargs)
-
-
-async def run(agent: Agent, text: str, answer: Any = None) -> list[Any]:
-    events = []
-    async for event in agent.run_turn(text):
-        if isinstance(event, ApprovalRequested) and answer is not None:
-            event.answer(answer)
-        events.append(event)
-    return events
-
-
-def ended(events: list[Any]) -> TurnEnded:
-    last = events[-1]
-    assert isinstance(last, TurnEnded)
-    return last
-
-
-def assert_history_valid(messages: list[dict[str, Any]]) -> None:
-    """Every assistant tool call is answered by a tool message before the next non-tool message."""
-    pending: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            pending.discard(message["tool_call_id"])
-            continue
-        assert not pending, f"tool calls without results: {pending}"
-        for call in message.get("tool_calls") or []:
-            pending.add(call["id"])
-    assert not pending
 
 
 async def test_text_answer_streams_and_reports_usage(server: ScriptedOpenAIServer, tmp_path: Path) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import ToolCallStarted, TurnEnded
+from anvil.core.events import ToolCallStarted
 from anvil.core.loop.guard import LoopGuard, error_signature
 from anvil.core.loop.stages import StageTracker
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
-from tests.core.loop.test_agent_loop import EchoTool, assert_history_valid, make_agent, run
+from anvil.core.tools import default_tools
+from anvil.core.tools.base import PreparedCall, Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
+from tests.support.agents import EchoTool, assert_history_valid, ended, make_agent, run
 from tests.support.openai_server import ScriptedOpenAIServer
 
 
@@ -23,7 +26,8 @@ class FailingEdit(Tool):
     name = "edit_file"
     description = "Edit."
     Args = PathArgs
-    read_only = False
+    kind = "edit"
+    mutates = True
 
     def __init__(self) -> None:
         self.calls = 0
@@ -35,11 +39,6 @@ class FailingEdit(Tool):
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def ended(events: list[Any]) -> TurnEnded:
-    assert isinstance(events[-1], TurnEnded)
-    return events[-1]
 
 
 async def test_the_same_failing_call_three_times_is_stuck(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
@@ -110,9 +109,13 @@ def test_error_signature_ignores_numbers_and_spacing() -> None:
 def test_polling_counts_only_while_nothing_new_comes_back() -> None:
     guard = LoopGuard()
     for n in range(8):
-        assert guard.observe("command_output", {"id": "b1"}, True, f"new line {n}") is None
-    stops = [guard.observe("command_output", {"id": "b1"}, True, "no new output") for _ in range(5)]
+        assert guard.observe("command_output", {"id": "b1"}, True, f"new line {n}", polls=True) is None
+    stops = [guard.observe("command_output", {"id": "b1"}, True, "no new output", polls=True) for _ in range(5)]
     assert stops[:4] == [None] * 4 and stops[4] is not None and "5 times in a row" in stops[4]
+    # a tool that does not poll: new output each time is still the same call made again
+    guard.reset()
+    stops = [guard.observe("echo", {"text": "x"}, True, f"new line {n}") for n in range(5)]
+    assert stops[4] is not None and "5 times in a row" in stops[4]
 
 
 def test_a_success_of_the_same_call_resets_its_failures() -> None:
@@ -128,29 +131,39 @@ def test_a_success_of_the_same_call_resets_its_failures() -> None:
 
 def test_stages_follow_a_typical_task(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("x = 1\n")
+    tools = default_tools()
+
+    def prepared(name: str, **arguments: Any) -> PreparedCall:
+        return tools.prepare(name, json.dumps(arguments))
+
     tracker = StageTracker()
-    assert tracker.stage("read_file", {"path": "app.py"}) == "exploring"
-    assert tracker.stage("run_command", {"command": "git status"}) == "exploring"
-    assert tracker.stage("todo_write", {"todos": []}) == "planning"
-    assert tracker.stage("run_tests", {}) == "testing"  # before any change: a baseline
-    tracker.observe("run_tests", {}, True, changed_files=False)
-    assert tracker.stage("write_file", {"path": "new.py"}, tmp_path, read_only=False) == "creating"
-    assert tracker.stage("write_file", {"path": "app.py"}, tmp_path, read_only=False) == "editing"
-    assert tracker.stage("edit_file", {"path": "app.py"}, tmp_path, read_only=False) == "editing"
-    tracker.observe("edit_file", {"path": "app.py"}, True, changed_files=True)
-    assert tracker.stage("run_command", {"command": "python -m pytest -q"}) == "verifying"
-    tracker.observe("run_command", {"command": "python -m pytest -q"}, False, changed_files=False)
-    assert tracker.stage("edit_file", {"path": "app.py"}, tmp_path, read_only=False) == "fixing"
-    tracker.observe("edit_file", {"path": "app.py"}, True, changed_files=True)
-    assert tracker.stage("run_tests", {}) == "verifying"
-    assert tracker.stage("run_command", {"command": "ruff check ."}) == "verifying"
-    assert tracker.stage("run_command", {"command": "./deploy.sh"}) is None
+    assert tracker.stage(prepared("read_file", path="app.py")) == "exploring"
+    assert tracker.stage(prepared("grep", pattern="x")) == "exploring"
+    assert tracker.stage(prepared("command_output", id="bg1")) == "exploring"
+    assert tracker.stage(prepared("run_command", command="git status")) == "exploring"
+    assert tracker.stage(prepared("todo_write", todos=[])) == "planning"
+    assert tracker.stage(prepared("run_tests")) == "testing"  # before any change: a baseline
+    tracker.observe(prepared("run_tests"), True, changed_files=False)
+    assert tracker.stage(prepared("write_file", path="new.py", content=""), tmp_path) == "creating"
+    assert tracker.stage(prepared("write_file", path="app.py", content=""), tmp_path) == "editing"
+    assert tracker.stage(prepared("edit_file", path="app.py", old_string="1", new_string="2"), tmp_path) == "editing"
+    tracker.observe(prepared("edit_file", path="app.py", old_string="1", new_string="2"), True, changed_files=True)
+    assert tracker.stage(prepared("run_command", command="python -m pytest -q")) == "verifying"
+    tracker.observe(prepared("run_command", command="python -m pytest -q"), False, changed_files=False)
+    assert tracker.stage(prepared("multi_edit", path="app.py", edits=[]), tmp_path) == "fixing"
+    tracker.observe(prepared("edit_file", path="app.py", old_string="1", new_string="2"), True, changed_files=True)
+    assert tracker.stage(prepared("run_tests")) == "verifying"
+    assert tracker.stage(prepared("run_command", command="ruff check .")) == "verifying"
+    assert tracker.stage(prepared("run_command", command="./deploy.sh")) is None
+    assert tracker.stage(prepared("kill_command", id="bg1")) is None  # it changes things, says nothing of the work
 
 
 async def test_tool_call_events_carry_the_stage_and_keep_the_phase_label(server: ScriptedOpenAIServer,
                                                                           tmp_path: Path) -> None:
-    server.add(call("echo", text="x"), {"text": "ok"})
-    events = await run(make_agent(server, tmp_path, EchoTool()), "go")
-    started = next(e for e in events if isinstance(e, ToolCallStarted))
-    assert started.phase == "echo" and started.stage == "exploring"  # a read-only tool
-    assert started.to_dict()["stage"] == "exploring"
+    server.add(call("echo", text="x"), call("edit_file", path="new.py"), {"text": "ok"})
+    events = await run(make_agent(server, tmp_path, EchoTool(), FailingEdit()), "go")
+    started, edit = [e for e in events if isinstance(e, ToolCallStarted)]
+    assert started.phase == "echo" and started.stage == "exploring"  # a tool that changes nothing
+    assert started.to_dict()["stage"] == "exploring" and started.kind == "other"
+    assert (edit.stage, edit.kind) == ("creating", "edit")  # the tool's kind, for front ends and ACP clients
+    assert edit.to_dict()["kind"] == "edit"

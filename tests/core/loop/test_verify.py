@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from anvil.config import Settings, load_settings
-from anvil.core.events import Notice, TurnEnded
+from anvil.core.events import Notice
 from anvil.core.loop.verify import run_check, tail
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.runtime import open_runtime
-from tests.core.loop.test_agent_loop import EchoTool, make_agent, run
+from tests.support.agents import EchoTool, ended, make_agent, run
 from tests.support.openai_server import ScriptedOpenAIServer
 
 # A check that passes only when value.txt says "good", printing noise first so the tail matters.
@@ -33,7 +33,8 @@ class WriteFile(Tool):
     name = "write_file"
     description = "Write a file."
     Args = WriteArgs
-    read_only = False
+    kind = "edit"
+    mutates = True
 
     async def run(self, args: WriteArgs, ctx: ToolContext) -> ToolResult:
         (ctx.root / args.path).write_text(args.content)
@@ -42,11 +43,6 @@ class WriteFile(Tool):
 
 def write(content: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "write_file", "arguments": {"path": "value.txt", "content": content}}]}
-
-
-def ended(events: list[Any]) -> TurnEnded:
-    assert isinstance(events[-1], TurnEnded)
-    return events[-1]
 
 
 async def test_a_failed_check_goes_back_to_the_model_which_fixes_it(server: ScriptedOpenAIServer,
@@ -121,7 +117,7 @@ def test_settings_reach_the_agent(tmp_path: Path) -> None:
     (tmp_path / ".anvil" / "config.toml").write_text(
         'model = "scripted"\nverify = ["ruff check .", "pytest -q"]\nverify_retries = 2\nverify_timeout = 30\n'
         "compact_threshold = 0.5\ncontext_window = 8000\n")
-    runtime = open_runtime(load_settings(tmp_path), tmp_path)
+    runtime = open_runtime(load_settings(tmp_path, trust=True), tmp_path)  # verify runs code: it needs trust
     agent = runtime.agent
     assert agent.verify == ["ruff check .", "pytest -q"] and agent.verify_retries == 2
     assert agent.verify_timeout == 30 and agent.compactor.threshold == 0.5 and agent.context.window == 8000

@@ -22,7 +22,8 @@ from anvil.core.mcp.client import McpManager, McpServerConfig, expand_env
 from anvil.core.mcp.tools import McpTool, tool_name
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 
 SERVER = '''
 import sys
@@ -111,7 +112,8 @@ async def test_tools_are_discovered_and_calls_work(manager: McpManager, project:
     assert set(tools) == {"mcp__demo__add", "mcp__demo__fail_hard", "mcp__demo__pid", "mcp__demo__picture",
                           "mcp__demo__sleepy"}
     add = tools["mcp__demo__add"]
-    assert add.read_only and not tools["mcp__demo__pid"].read_only
+    assert not add.mutates and tools["mcp__demo__pid"].mutates  # only what the server marks read-only
+    assert (add.kind, add.approval) == ("other", "rule")
     schema = add.schema()["function"]
     assert schema["name"] == "mcp__demo__add" and "Add two numbers." in schema["description"]
     assert schema["parameters"]["required"] == ["a", "b"] and "title" not in schema["parameters"]

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anvil.core.policy import shell_parse as sp
-from anvil.core.policy.shell_parse import Redirect, parse_command
+from anvil.core.policy.shell_command import Redirect
+from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.shell_words import privileged_inner, unwrap
 
 

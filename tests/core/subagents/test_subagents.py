@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from anvil.core.events import (
+    HEADLESS_DENIAL,
     ApprovalAnswered,
     ApprovalDecision,
     ApprovalRequested,
@@ -24,45 +25,12 @@ from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.subagents.agent_types import load_agent_types, parse_agent_file, select_tools, split_front_matter
-from anvil.core.subagents.task_tool import HEADLESS_DENIAL, SubagentEvent, TaskArgs, TaskTool
+from anvil.core.subagents.task_tool import SubagentEvent, TaskArgs, TaskTool
 from anvil.core.tools import default_tools
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry, ToolResult
-
-
-class GuardedTool(Tool):
-    name = "guarded"
-    description = "Needs approval."
-    Args = ToolArgs
-    read_only = False
-
-    def __init__(self) -> None:
-        self.runs = 0
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
-
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        self.runs += 1
-        return ToolResult("guarded ran")
-
-
-class SlowTool(Tool):
-    name = "slow"
-    description = "Takes a long time."
-    Args = ToolArgs
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.cancelled = False
-
-    async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
-        self.started.set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
-        return ToolResult("finished")
+from anvil.core.tools.base import Tool, ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
+from tests.support.agents import GuardedTool, SlowTool
+from tests.support.agents import run as run_turn
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -88,12 +56,8 @@ def setup(project: Path, tmp_path: Path, turns: list[dict[str, Any]], *extra: To
 
 
 async def run(agent: Agent, text: str = "go", answer: ApprovalDecision | None = None) -> list[Event]:
-    events = []
-    async for event in agent.run_turn(text):
-        if isinstance(event, ApprovalRequested):
-            event.answer(answer or ApprovalDecision(False, "no", by="test"))
-        events.append(event)
-    return events
+    """A turn where approvals nobody scripted an answer for are denied."""
+    return await run_turn(agent, text, answer or ApprovalDecision(False, "no", by="test"))
 
 
 def inner(events: list[Event], kind: type[Event]) -> list[Any]:
@@ -154,7 +118,7 @@ async def test_usage_and_cost_come_back_in_data_and_on_usage(project: Path, tmp_
     assert result.data is not None
     assert (result.data["prompt_tokens"], result.data["completion_tokens"]) == (200, 40)
     assert result.data["cost"] == pytest.approx(0.03)
-    assert result.data["changed"] is False and result.data["tool_calls"] == 1
+    assert result.changed is False and result.data["tool_calls"] == 1
     assert seen == [{"prompt_tokens": 200, "completion_tokens": 40, "cost": 0.03}]
     assert task.phase(TaskArgs(description="grep", prompt="p")) == "Sub-agent: grep"
 
@@ -178,7 +142,7 @@ async def test_general_subagent_asks_the_person_through_ctx_ask(project: Path, t
 
     assert result.ok and guarded.runs == 1
     assert (project / "made.txt").read_text() == "hi\n"
-    assert result.data is not None and result.data["changed"] is True
+    assert result.changed is True
     assert [a.title for a in asked] == ["Sub-agent (Make a file): guarded"]
     answered = [e.inner for e in emitted if isinstance(e, SubagentEvent) and isinstance(e.inner, ApprovalAnswered)]
     assert answered and answered[0].allow
@@ -196,7 +160,7 @@ async def test_headless_subagent_approval_is_denied_with_a_message(project: Path
 
     assert guarded.runs == 0 and result.output == "Could not run guarded."
     denied = [e.inner for e in emitted if isinstance(e.inner, ToolResultEvent)]  # type: ignore[attr-defined]
-    assert not denied[0].ok and HEADLESS_DENIAL in denied[0].output
+    assert not denied[0].ok and HEADLESS_DENIAL.message in denied[0].output
 
 
 async def test_custom_agent_from_markdown_file(project: Path, tmp_path: Path) -> None:
@@ -301,7 +265,7 @@ async def test_plan_mode_allows_sub_agents_that_stay_read_only(project: Path, tm
         {"text": "Planned."},
     ], *INTERACTION_TOOLS)
     agent.policy.set_mode("plan")
-    assert task.read_only  # its child obeys the same plan-mode policy
+    assert not task.mutates  # its child obeys the same plan-mode policy
     events = await run(agent)
 
     assert not (project / "notes.txt").exists()
@@ -311,11 +275,12 @@ async def test_plan_mode_allows_sub_agents_that_stay_read_only(project: Path, tm
     assert agent.policy.mode == "plan"
     assert [e for e in events if isinstance(e, ToolResultEvent)][-1].output == "Could not write in plan mode."
     agent.policy.set_mode("ask")
-    assert not task.read_only
+    assert task.mutates
 
 
 async def test_nested_run_through_litellm_and_the_scripted_server(server: Any, project: Path, tmp_path: Path) -> None:
-    from anvil.core.model.litellm_model import LiteLLMModel, RetryPolicy
+    from anvil.core.model.errors import RetryPolicy
+    from anvil.core.model.litellm_model import LiteLLMModel
 
     server.add(
         task_call("explore", "What does the README say?"),

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from anvil.core.session.checkpoints import NullCheckpointStore
 from anvil.core.tools.base import ToolContext
 
 
-class RecordingStore:
+class RecordingStore(NullCheckpointStore):
     """A checkpoint store that remembers each call and what the file held on disk at that moment."""
 
     def __init__(self) -> None:

@@ -12,7 +12,8 @@ from anvil.core.events import Event, Notice, PlanDecision, PlanProposed, Questio
 from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import WriteFileTool
 from anvil.core.tools.interaction import (
     HEADLESS_QUESTION,
@@ -65,7 +66,7 @@ def planning(previous: str = "ask") -> ApprovalPolicy:
 def test_the_tools_are_exported_read_only_and_never_need_approval(ctx):
     assert [t.name for t in INTERACTION_TOOLS] == ["ask_user", "exit_plan_mode"]
     for tool in INTERACTION_TOOLS:
-        assert tool.read_only and not tool.needs_approval(None, ctx)
+        assert not tool.mutates and tool.approval == "none"
         assert tool.schema()["function"]["name"] == tool.name
     params = AskUser().schema()["function"]["parameters"]
     assert params["required"] == ["question"] and "options" in params["properties"]
@@ -157,7 +158,7 @@ async def test_headless_hands_the_plan_over_and_ends_the_turn(ctx):
     [event] = [e for e in emitted(ctx) if isinstance(e, PlanProposed)]
     assert event.plan == PLAN and event.future is None
     assert event.to_dict() == {"type": "plan_proposed", "call_id": "call_7", "plan": PLAN}
-    assert result.data == {"plan": PLAN, "end_turn": True}
+    assert result.data == {"plan": PLAN} and result.end_turn
     assert "End your turn" in result.output
 
 

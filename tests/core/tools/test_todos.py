@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from anvil.core.events import Event, TodoItem, TodosChanged
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.todos import TODO_TOOLS, TodoRead, TodoWrite, render_todos
 
 write_tool, read_tool = TodoWrite(), TodoRead()
@@ -40,8 +41,8 @@ PLAN = [
 
 def test_flags() -> None:
     assert [t.name for t in TODO_TOOLS] == ["todo_write", "todo_read"]
-    assert not write_tool.needs_approval(None, None)  # type: ignore[arg-type]
-    assert not read_tool.needs_approval(None, None)  # type: ignore[arg-type]
+    assert write_tool.approval == read_tool.approval == "none"
+    assert not write_tool.mutates and not read_tool.mutates  # the plan, never the project
     assert write_tool.phase(None) == "Planning" and read_tool.phase(None) == "Planning"
 
 

@@ -26,7 +26,7 @@ from anvil.core.tools.edit.edit_data import EditApplied, EditFailed, LineRange, 
 from anvil.core.tools.edit.indentation import indent_of, width_of
 from anvil.core.tools.edit.match import apply_edit, plain_typography
 from anvil.core.tools.edit.patch_parse import Hunk
-from anvil.core.tools.files.textfile import LineChange
+from anvil.core.tools.files.textdiff import LineChange
 
 #: Anchor places followed at most; past this, an anchor says too little to locate anything.
 MAX_ANCHOR_PLACES = 100

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,20 +21,26 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import FileStamp, Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.edit.edit_tools import show_region
 from anvil.core.tools.edit.patch_apply import HunkFailed, apply_hunks
 from anvil.core.tools.edit.patch_parse import AddFile, DeleteFile, FileOp, PatchSyntaxError, UpdateFile, parse_patch
-from anvil.core.tools.files.file_tools import change_lock, clip_diff, encode_for, load_for_change, with_lint
-from anvil.core.tools.files.textfile import (
-    LineChange,
-    TextDocument,
-    atomic_write,
-    diff_stats,
-    document_for_new_text,
-    unified_diff,
-    unified_diff_of_changes,
+from anvil.core.tools.errors import ToolError
+from anvil.core.tools.files.changes import (
+    ChangeTarget,
+    LoadedFile,
+    change_lock,
+    change_target,
+    clip_diff,
+    delete_change,
+    encode_for,
+    load_for_change,
+    put_back,
+    save_change,
+    with_lint,
 )
+from anvil.core.tools.files.textdiff import LineChange, diff_stats, unified_diff, unified_diff_of_changes
+from anvil.core.tools.files.textfile import TextDocument, document_for_new_text
 
 _NOTHING_CHANGED = "Nothing was changed: a patch applies whole or not at all."
 _HEADER_PATHS = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$", re.MULTILINE)
@@ -92,9 +99,8 @@ class ApplyPatchTool(Tool):
 class _File:
     """One file the patch touches: as it is on disk, and as the operations so far leave it."""
 
-    path: Path
-    display: str
-    original: bytes | None  # None: the file does not exist
+    target: ChangeTarget
+    loaded: LoadedFile | None  # None: the file does not exist
     document: TextDocument | None  # how it is encoded (for a new file: how it will be)
     before: str | None
     text: str | None  # None: absent after the patch
@@ -103,6 +109,14 @@ class _File:
     moved_away: bool = False  # the source of a move: its change shows in the destination's diff
     #: the lines its one update changed, when that is all that happened to it (a faster diff)
     changes: tuple[LineChange, ...] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.target.path
+
+    @property
+    def display(self) -> str:
+        return self.target.display
 
     def diff(self) -> str:
         if self.moved_away and self.text is None:
@@ -135,16 +149,16 @@ class _Plan:
         self.files: dict[Path, _File] = {}
 
     def file(self, raw: str, action: str) -> _File:
-        path = self.ctx.resolve(raw)
-        if path in self.files:
-            return self.files[path]
-        display = self.ctx.display(path)
-        if path.exists():
-            original, document = load_for_change(self.ctx, path, display, action)
-            entry = _File(path, display, original, document, document.text, document.text)
+        target = change_target(self.ctx, raw)
+        if target.path in self.files:
+            return self.files[target.path]
+        if os.path.lexists(target.path):
+            loaded = load_for_change(self.ctx, target, action)
+            text = loaded.document.text
+            entry = _File(target, loaded, loaded.document, text, text)
         else:
-            entry = _File(path, display, None, None, None, None)
-        self.files[path] = entry
+            entry = _File(target, None, None, None, None)
+        self.files[target.path] = entry
         return entry
 
     def apply(self, op: FileOp) -> None:
@@ -223,10 +237,9 @@ class _HunkError(ToolError):
 
 def _apply(ctx: ToolContext, text: str) -> tuple[ToolResult, list[Path]]:
     ops = _parse(text)
-    paths = sorted({ctx.resolve(raw) for op in ops for raw in (op.path, getattr(op, "move_to", None)) if raw},
-                   key=str)
+    targets = [change_target(ctx, raw) for op in ops for raw in (op.path, getattr(op, "move_to", None)) if raw]
     with contextlib.ExitStack() as locks:
-        for path in paths:  # in one order, so two patches naming the same files cannot deadlock
+        for path in sorted({target.path for target in targets}, key=str):  # one order: no deadlock between calls
             locks.enter_context(change_lock(ctx, path))
         plan = _plan(ctx, ops)
         changes = plan.changes()
@@ -239,29 +252,43 @@ def _apply(ctx: ToolContext, text: str) -> tuple[ToolResult, list[Path]]:
 
 
 def _write_all(ctx: ToolContext, changes: list[_File], encoded: dict[Path, bytes]) -> None:
+    """Write every file (checkpointed first, so /undo restores it), then delete: a failure puts back what was
+    already changed, or says exactly what could not be."""
+    stamps = {entry.path: ctx.reads.get(entry.path) for entry in changes}
     done: list[_File] = []
-    try:
-        for entry in changes:
-            ctx.checkpoints.record(entry.path, entry.original)
+    for entry in sorted(changes, key=lambda entry: entry.text is None):  # deletions last
+        try:
             if entry.text is None:
-                entry.path.unlink(missing_ok=True)
+                if entry.loaded is not None:
+                    delete_change(ctx, entry.target, entry.loaded)
             else:
-                if entry.original is None:
-                    entry.path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(entry.path, encoded[entry.path])
-            done.append(entry)
-    except OSError as exc:
-        for written in reversed(done):
-            with contextlib.suppress(OSError):
-                if written.original is None:
-                    written.path.unlink(missing_ok=True)
-                else:
-                    atomic_write(written.path, written.original)
-        raise ToolError(f"Could not write {entry.display}: {exc.strerror or exc}. The files already written were "
-                        f"put back. {_NOTHING_CHANGED}") from None
-    for entry in changes:
-        if entry.text is not None:
-            ctx.record_read(entry.path)  # the model knows what it just wrote: a follow-up needs no re-read
+                save_change(ctx, entry.target, entry.loaded, encoded[entry.path])
+        except ToolError as exc:
+            raise ToolError(f"{exc} {_undo_partial(ctx, done, stamps)}") from None
+        done.append(entry)
+
+
+def _undo_partial(ctx: ToolContext, done: list[_File], stamps: dict[Path, FileStamp | None]) -> str:
+    """Put back the files a failed patch already changed; what to tell the model about them."""
+    if not done:
+        return _NOTHING_CHANGED
+    stuck: list[str] = []
+    for entry in reversed(done):
+        try:
+            put_back(ctx, entry.target, entry.loaded.original if entry.loaded else None, ctx.reads.get(entry.path))
+        except (OSError, ToolError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            stuck.append(f"{entry.display} ({_action(entry)}; not put back: {reason})")
+            continue
+        ctx.reads.pop(entry.path, None)
+        stamp = stamps[entry.path]
+        if stamp is not None:
+            ctx.reads[entry.path] = stamp  # as the model read it: the same bytes again
+    if not stuck:
+        shown = ", ".join(entry.display for entry in done)
+        return f"The files already changed ({shown}) were put back. {_NOTHING_CHANGED}"
+    return (f"Part of the patch stays applied: {'; '.join(stuck)}. Every other file is as it was. Read those "
+            "files again before changing them; /undo restores them.")
 
 
 def _result(plan: _Plan, changes: list[_File]) -> ToolResult:

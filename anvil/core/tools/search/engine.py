@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.search import ignore
 from anvil.core.tools.search.ripgrep import (
     GrepMode,

@@ -1,18 +1,26 @@
-"""A small pure-Python .gitignore matcher and the directory walker built on it.
+"""The directory walker behind ``list_files`` and the search tools' pure-Python fallback, and rg-style globs.
 
 ripgrep does this natively; this module is what the search tools use when no ``rg`` binary exists,
 and what ``list_files`` uses always (it needs every directory's listing, which rg does not give).
-It follows git's rules for the common cases: comments, ``!`` negation, anchored ``/x`` and
-``a/b`` patterns, directory-only ``x/``, ``*``, ``?``, ``[...]`` and ``**``; nested ignore files
-(deeper wins, last line wins within a file) and ``.git/info/exclude``. Like ripgrep it also reads
-``.ignore`` and ``.rgignore``. Not handled: the global ``core.excludesFile``, ignore files above the
-project root, and POSIX classes such as ``[[:alpha:]]``.
+Each ignore-file line is compiled by pathspec, which knows git's pattern syntax (comments, ``!``,
+escapes, trailing spaces, anchored ``/x`` and ``a/b``, directory-only ``x/``, ``*``, ``?``, ``[...]``,
+``**``); a line git would never match with, such as an unclosed ``[`` or a trailing ``\\``, is skipped.
+Which line decides is git's rule, kept here rather than in pathspec's spec classes (they also let a
+line that names a directory above a path decide for the path, which git does not): the deepest
+ignore file first, the last line within it that matches the path itself; an ignored directory is
+never entered, so nothing below it can come back. Nested ignore files and ``.git/info/exclude``
+count, and like ripgrep ``.ignore`` and ``.rgignore``. Not handled: the global
+``core.excludesFile``, ignore files above the project root, POSIX classes such as ``[[:alpha:]]``,
+and two rare spellings pathspec reads differently from git: a negated class can match the ``/``
+between two names (``a[!b]c`` matches ``a/c``), and a line with a reversed range (``[z-a]``) is
+skipped whole.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,126 +46,52 @@ VENV_MARKER = "pyvenv.cfg"
 
 # --- patterns ---------------------------------------------------------------------------------
 
-def glob_to_regex(pattern: str, *, braces: bool = False) -> str:
-    """Translate a gitignore-style glob (no anchoring decided yet) into a regex body.
-
-    ``*`` and ``?`` never cross ``/``; ``**`` as a whole segment crosses any number of directories.
-    ``braces`` enables ``{a,b}`` alternatives (ripgrep's ``--glob`` has them, .gitignore does not)
-    and makes an unclosed ``{`` or ``[`` a ValueError, as rg reports it; in .gitignore it is literal.
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                j = i + 2
-                whole_segment = (i == 0 or pattern[i - 1] == "/") and (j == n or pattern[j] == "/")
-                if whole_segment and j == n:
-                    out.append(".*")
-                elif whole_segment:
-                    out.append("(?:.*/)?")  # "**/": zero or more directories
-                    j += 1
-                else:
-                    out.append("[^/]*")  # git treats a non-segment "**" as a plain "*"
-                i = j
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = _class_end(pattern, i)
-            if end < 0 and braces:
-                raise ValueError("unclosed character class; missing ']'")
-            if end < 0:
-                out.append(re.escape(c))
-            else:
-                out.append(_translate_class(pattern[i + 1:end]))
-                i = end
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i]))
-        elif c == "{" and braces:
-            end, alternatives = _brace_alternatives(pattern, i)
-            if end < 0:
-                raise ValueError("unclosed alternate group; missing '}'")
-            out.append("(?:" + "|".join(glob_to_regex(a, braces=True) for a in alternatives) + ")")
-            i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def _class_end(pattern: str, start: int) -> int:
-    j = start + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":  # a leading "]" is a literal member
-        j += 1
-    while j < len(pattern) and pattern[j] != "]":
-        j += 1
-    return j if j < len(pattern) else -1
-
-
-def _translate_class(body: str) -> str:
-    negate = body[:1] in ("!", "^")
-    if negate:
-        body = body[1:]
-    members = "".join("\\" + ch if ch in "\\[]^" else ch for ch in body)
-    # A class never matches "/" (git matches with FNM_PATHNAME), negated or not.
-    return "(?!/)[" + ("^" if negate else "") + members + "]"
-
-
-def _brace_alternatives(pattern: str, start: int) -> tuple[int, list[str]]:
-    depth, parts, current = 0, [], []
-    for j in range(start + 1, len(pattern)):
-        ch = pattern[j]
-        if ch == "{":
-            depth += 1
-        elif ch == "}" and depth == 0:
-            parts.append("".join(current))
-            return j, parts
-        elif ch == "}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(ch)
-    return -1, []
-
-
 @dataclass(frozen=True)
 class IgnorePattern:
+    """One ignore-file line as pathspec compiles it."""
+
     regex: re.Pattern[str]
-    negated: bool
-    dir_only: bool
+    ignores: bool  # False for a "!" line, which re-includes
+    dir_only: bool  # the line ends with "/": it matches directories only
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        """Whether the line matches ``rel`` itself (posix, relative to the ignore file's directory).
+
+        pathspec's regexes also match every path below a directory they match, capturing the ``/``
+        after that directory in their one group. Such a match is about a directory above ``rel``,
+        decided when the walk reached it, so it does not count here: a line matches ``rel`` when its
+        regex matches without the group (``*.log``, ``/build``, ``src/**``) or, for a directory-only
+        line, when the group is the directory's own trailing slash (``build/`` against ``build``).
+        """
+        if self.dir_only:
+            return is_dir and self.regex.search(rel + "/") is not None  # this regex ends with \Z
+        found = self.regex.search(rel)
+        return found is not None and found.lastindex is None
 
 
 def parse_ignore_line(line: str) -> IgnorePattern | None:
-    """One line of an ignore file, or None for blanks and comments."""
-    line = line.rstrip("\n").rstrip("\r")
-    if not line or line.startswith("#"):
+    """One line of an ignore file, or None for blanks, comments and lines that never match."""
+    line = line.rstrip("\n")
+    if line.rstrip().endswith("/**/"):
+        # pathspec reads "x/**/" as "x/", the directory itself included; git means the directories
+        # below x, which "x/**/*/" says to both.
+        line = line.rstrip() + "*/"
+    # Imported here: pathspec costs ~10 ms to import, needed only once an ignore file is read.
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+    try:
+        with warnings.catch_warnings():
+            # re warns about "[[" (as in a POSIX class) that a future Python may read as a nested set.
+            warnings.simplefilter("ignore", FutureWarning)
+            compiled = GitIgnoreSpecPattern(line)
+            if compiled.include is None or compiled.regex is None:
+                return None
+            regex = compiled.regex
+            if line.rstrip().endswith("/"):  # the group closes the regex: it must close the path too
+                return IgnorePattern(re.compile(f"(?:{regex.pattern})\\Z", regex.flags), compiled.include, True)
+            return IgnorePattern(regex, compiled.include, False)
+    except (ValueError, re.error):  # "!" alone, a trailing backslash, "[z-a]": skipped
         return None
-    # Trailing spaces are dropped unless escaped with a backslash.
-    stripped = line.rstrip(" ")
-    if stripped.endswith("\\") and len(stripped) < len(line):
-        stripped += " "
-    line = stripped
-    negated = line.startswith("!")
-    if negated or line.startswith(("\\!", "\\#")):  # "\!" and "\#" are literal "!" and "#"
-        line = line[1:]
-    dir_only = line.endswith("/") and not line.endswith("\\/")
-    line = line.rstrip("/")
-    if not line:
-        return None
-    # A slash at the start or in the middle anchors the pattern to the ignore file's directory;
-    # otherwise it matches a name at any depth below it.
-    anchored = "/" in line
-    body = glob_to_regex(line.lstrip("/"))
-    prefix = "" if anchored else "(?:.*/)?"
-    return IgnorePattern(re.compile(f"^{prefix}{body}$", re.DOTALL), negated, dir_only)
 
 
 class IgnoreFile:
@@ -166,14 +100,20 @@ class IgnoreFile:
     def __init__(self, base: str, lines: list[str]) -> None:
         self.base = base  # directory relative to the walk root, "" for the root, else "a/b/"
         self.patterns = [p for p in map(parse_ignore_line, lines) if p is not None]
+        # The last matching line wins, so they are tried last first; a file skips the directory-only ones.
+        self._for_dirs = self.patterns[::-1]
+        self._for_files = [p for p in self._for_dirs if not p.dir_only]
+        # Most paths match no line at all: one regex of all the lines (named groups made plain, so
+        # they can repeat) says so at once.
+        self._any_line = re.compile("|".join(re.sub(r"\(\?P<\w+>", "(?:", p.regex.pattern) for p in self.patterns))
 
     def match(self, rel: str, is_dir: bool) -> bool | None:
         """True: ignored; False: re-included by a ``!`` line; None: these rules say nothing."""
-        for pattern in reversed(self.patterns):  # the last matching line wins
-            if pattern.dir_only and not is_dir:
-                continue
-            if pattern.regex.match(rel):
-                return not pattern.negated
+        if self._any_line.search(rel + "/" if is_dir else rel) is None:
+            return None
+        for pattern in self._for_dirs if is_dir else self._for_files:
+            if pattern.matches(rel, is_dir):
+                return pattern.ignores
         return None
 
 
@@ -181,7 +121,10 @@ Rules = tuple[IgnoreFile, ...]
 
 
 def is_ignored(rules: Rules, rel: str, is_dir: bool) -> bool:
-    """Whether ``rel`` (posix, relative to the walk root) is ignored; the deepest rules decide first."""
+    """Whether ``rel`` (posix, relative to the walk root) is ignored; the deepest rules decide first.
+
+    The directories above ``rel`` are taken as not ignored: the walk never enters one that is.
+    """
     for rule in reversed(rules):
         if rule.base and not rel.startswith(rule.base):
             continue
@@ -228,18 +171,72 @@ def rules_for(root: Path, directory: Path) -> Rules:
     return tuple(rules)
 
 
+# --- globs (ripgrep --glob) -------------------------------------------------------------------
+
+def _unescaped(text: str, char: str) -> int:
+    """The index of the first ``char`` not escaped by a backslash, or -1."""
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == char:
+            return i
+        else:
+            i += 1
+    return -1
+
+
+def _brace_group(glob: str, start: int) -> tuple[int, list[str]]:
+    """The index of the ``}`` closing the group opened at ``start``, and its top-level alternatives."""
+    depth, parts, begin, i = 0, [], start + 1, start + 1
+    while i < len(glob):
+        char = glob[i]
+        if char == "\\":
+            i += 1
+        elif char == "{":
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+        elif char in ",}" and not depth:
+            parts.append(glob[begin:i])
+            if char == "}":
+                return i, parts
+            begin = i + 1
+        i += 1
+    raise ValueError("unclosed alternate group; missing '}'")
+
+
+def expand_braces(glob: str) -> list[str]:
+    """The globs a ``{a,b}`` group stands for (rg's globs have them, .gitignore does not):
+    ``*.{ts,tsx}`` is ``*.ts`` and ``*.tsx``; groups nest. Raises ValueError for an unclosed ``{``."""
+    start = _unescaped(glob, "{")
+    if start < 0:
+        return [glob]
+    end, alternatives = _brace_group(glob, start)
+    head, tail = glob[:start], glob[end + 1:]
+    return [expanded for alternative in alternatives for expanded in expand_braces(head + alternative + tail)]
+
+
 def compile_glob(pattern: str) -> Callable[[str], bool]:
-    """A predicate for ripgrep ``--glob`` semantics on a relative path: without a ``/`` the glob
-    matches a file name at any depth, with one it is anchored; ``{a,b}`` works; ``!x`` excludes.
+    """A predicate for ripgrep ``--glob`` semantics on a file's relative path: without a ``/`` the
+    glob matches a file name at any depth, with one it is anchored; ``{a,b}`` works; ``!x`` excludes.
     Raises ValueError for a glob rg would refuse (an unclosed ``{`` or ``[``)."""
     exclude = pattern.startswith("!")
-    pattern = pattern[1:] if exclude else pattern
-    anchored = "/" in pattern.rstrip("/")
-    body = glob_to_regex(pattern.strip("/"), braces=True)
-    regex = re.compile(("^" if anchored else "^(?:.*/)?") + body + "$", re.DOTALL)
-    if exclude:
-        return lambda rel: regex.match(rel) is None
-    return lambda rel: regex.match(rel) is not None
+    compiled = []
+    for alternative in expand_braces(pattern[1:] if exclude else pattern):
+        glob = alternative.rstrip("/")
+        # In a glob a leading "#" or "!" is a plain character; in an ignore-file line it is not.
+        line = "\\" + glob if glob.startswith(("#", "!")) else glob
+        parsed = parse_ignore_line(line)
+        if parsed is None and glob:
+            raise ValueError("unclosed character class; missing ']'" if "[" in glob else "not a glob rg accepts")
+        if parsed is not None:
+            compiled.append(parsed)
+
+    def matches(rel: str) -> bool:
+        return any(p.matches(rel, False) for p in compiled)
+
+    return (lambda rel: not matches(rel)) if exclude else matches
 
 
 # --- walking ----------------------------------------------------------------------------------
@@ -255,6 +252,24 @@ class Listing:
     skipped: list[str] = field(default_factory=list)  # always-skipped directories present here
     links: list[os.DirEntry[str]] = field(default_factory=list)  # symlinks, never followed
     is_venv: bool = False
+
+    def sort_in(self, entry: os.DirEntry[str], path: str, keep_file: Callable[[str], bool] | None) -> None:
+        """Put ``entry`` (``path`` from the project root) with the dirs, files, links, skipped or ignored."""
+        try:
+            if entry.is_symlink():
+                self.links.append(entry)
+                return
+            is_dir = entry.is_dir()
+        except OSError:  # vanished or unreadable since the scandir: nothing to report
+            return
+        if entry.name in ALWAYS_SKIPPED and (is_dir or entry.name == ".git"):  # a worktree's .git is a file
+            self.skipped.append(entry.name)
+        elif self.rules and is_ignored(self.rules, path, is_dir):
+            self.ignored += 1
+        elif is_dir:
+            self.dirs.append(entry)
+        elif keep_file is None or keep_file(path):
+            self.files.append(entry)
 
 
 def list_dir(directory: str, rel: str, rules: Rules, *, keep_file: Callable[[str], bool] | None = None,
@@ -272,33 +287,13 @@ def list_dir(directory: str, rel: str, rules: Rules, *, keep_file: Callable[[str
     names = {e.name for e in entries}
     if skip_venv and VENV_MARKER in names:
         return Listing([], [], rules, is_venv=True)
-    if not rel or any(name in names for name in IGNORE_FILES):
+    if not rel or not names.isdisjoint(IGNORE_FILES):
         added = load_dir_rules(Path(directory), rel, names)
         if added is not None:
             rules = (*rules, added)
     listing = Listing([], [], rules)
     for entry in entries:
-        try:
-            if entry.is_symlink():
-                listing.links.append(entry)
-                continue
-            is_dir = entry.is_dir()
-        except OSError:  # vanished or unreadable since the scandir: nothing to report
-            continue
-        path = rel + entry.name
-        if is_dir:
-            if entry.name in ALWAYS_SKIPPED:
-                listing.skipped.append(entry.name)
-            elif rules and is_ignored(rules, path, True):
-                listing.ignored += 1
-            else:
-                listing.dirs.append(entry)
-        elif entry.name == ".git":  # a worktree's or submodule's .git file
-            listing.skipped.append(entry.name)
-        elif rules and is_ignored(rules, path, False):
-            listing.ignored += 1
-        elif keep_file is None or keep_file(path):
-            listing.files.append(entry)
+        listing.sort_in(entry, rel + entry.name, keep_file)
     return listing
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.search import ignore
 from anvil.core.tools.search.engine import (
     SEARCH_TIMEOUT,
@@ -67,6 +68,7 @@ def _relative_glob(glob: str | None, prefix: str, directory: Path) -> str | None
 
 class GrepTool(Tool):
     name = "grep"
+    kind = "search"
     description = (
         "Search file contents with a regular expression (ripgrep). Respects .gitignore; skips .git, "
         "node_modules, virtualenvs, caches and binary files. Output modes: 'files_with_matches' (default: "
@@ -159,6 +161,7 @@ class GrepTool(Tool):
 
 class GlobTool(Tool):
     name = "glob"
+    kind = "search"
     description = (
         "Find files by name pattern, e.g. '**/*.py', 'src/**/*.test.ts', '*.{json,toml}'. Returns paths "
         "relative to the project root, most recently modified first, capped at 200. Respects .gitignore; "
@@ -245,6 +248,7 @@ def _newest_first(root: Path, rels: list[str], limit: int) -> list[str]:
 
 class ListFilesTool(Tool):
     name = "list_files"
+    kind = "search"
     description = (
         "Show a directory as a tree with file sizes, to get oriented in a project. Skips .git, "
         "node_modules, virtualenvs, caches and gitignored paths; large directories are summarised with "

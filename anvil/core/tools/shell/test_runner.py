@@ -21,9 +21,12 @@ from typing import Any
 
 from pydantic import Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.process_groups import describe_exit
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
+from anvil.core.tools.shell.jobs import format_duration
 from anvil.core.tools.shell.output_capture import HeadTail
-from anvil.core.tools.shell.processes import CommandRun, describe_exit, format_duration, shell_session
+from anvil.core.tools.shell.processes import CommandRun, shell_session
 
 #: Logs bigger than this are not read back for parsing; the in-memory head and tail are used instead.
 MAX_PARSED_LOG = 20_000_000
@@ -261,10 +264,10 @@ class RunTests(Tool):
         "verbose=true returns the whole output. Narrow to a file or directory with path."
     )
     Args = RunTestsArgs
-    read_only = False  # tests run project code, which can change anything
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
+    kind = "execute"
+    mutates = True  # tests run project code, which can change anything
+    approval = "rule"
+    runs_tests = True
 
     def phase(self, args: Any) -> str:
         return f"Running tests in {args.path}" if args.path else "Running tests"
@@ -277,8 +280,9 @@ class RunTests(Tool):
         failed = run.timed_out or run.exit_code != 0 or (counts is not None and counts.failed > 0)
         status = f"timed out after {run.timeout:g}s" if run.timed_out else describe_exit(run.exit_code)
         result = counts.text if counts else ("failed" if failed else "passed")
-        parts = [f"Ran `{plan.command}` in the project root.",
-                 f"Result: {result} · {status} · {format_duration(run.duration)}", *plan.notes, *run.notes]
+        parts = [run.block.text()] if run.block else []  # what the sandbox refused comes first
+        parts += [f"Ran `{plan.command}` in the project root.",
+                  f"Result: {result} · {status} · {format_duration(run.duration)}", *plan.notes, *run.notes]
         if run.exit_code == 127:
             parts.append("The test command was not found. Check it with run_command, or ask the person to "
                          "set test_command in .anvil/config.toml.")

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin
 
-from anvil.core.tools.base import ToolError
+from anvil.core.tools.errors import ToolError
 
 # Content types refused without reading the body; the rest is sniffed for NUL bytes.
 _BINARY_TYPES = re.compile(r"^(image|audio|video|font|model)/|^application/(pdf|zip|gzip|x-tar|x-7z|x-rar|"

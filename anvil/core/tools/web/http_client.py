@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from anvil import __version__
-from anvil.core.tools.base import ToolError
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.web.html_text import is_binary_type
 
 if TYPE_CHECKING:  # httpx costs ~90 ms to import: only when something is fetched

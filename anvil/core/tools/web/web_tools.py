@@ -4,14 +4,13 @@
   readable text: HTML as Markdown (:mod:`anvil.core.tools.web.html_text`), Markdown, JSON and other text as they are,
   binaries refused. The body is read up to ``max_bytes`` and the text cut at ``max_chars`` with a note. Redirects
   on the same site are followed; a redirect to another host is reported instead, because the person approved a
-  domain, not wherever it points. It asks approval per domain: ``rule_subject(args)`` is ``domain:<host>``, and
-  :func:`web_rule_matches` tells whether a rule such as ``web_fetch(domain:docs.python.org)`` or
-  ``web_fetch(domain:*.python.org)`` covers a call.
+  domain, not wherever it points. It asks approval per domain: ``rule_subject(args)`` is ``domain:<host>``, which
+  the approval policy matches against rules such as ``web_fetch(domain:docs.python.org)`` or
+  ``web_fetch(domain:*.python.org)``.
 - ``web_search(query)`` goes through a search API: Brave Search (``BRAVE_API_KEY``) or Tavily
   (``TAVILY_API_KEY``), keys from the config or the environment. Without a key it is not offered at all.
 
-For the lead: ``web_tools(os.environ, settings.web)`` returns the tools to add to the registry, and Settings gets
-``web: WebConfig``.
+:func:`web_tools` returns the tools the settings (``[web]``, :class:`WebConfig`) and the environment allow.
 """
 
 from __future__ import annotations
@@ -23,12 +22,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.web.html_text import body_to_text, fit_text
 from anvil.core.tools.web.http_client import download, http_client, network_error, normalize_url
 
@@ -87,18 +86,6 @@ def fetch_host(args: Any) -> str | None:
         return None
 
 
-def web_rule_matches(rule_arg: str, args: Any) -> bool:
-    """Whether the argument of a ``web_fetch(...)`` rule covers a call: ``*``, ``domain:docs.python.org``
-    (that host only) or ``domain:*.python.org`` (a glob on the host)."""
-    rule = rule_arg.strip()
-    if rule == "*":
-        return True
-    if not rule.lower().startswith("domain:"):
-        return False
-    host = fetch_host(args)
-    return host is not None and fnmatchcase(host, rule[len("domain:"):].strip().lower().rstrip("."))
-
-
 # -- fetching ---------------------------------------------------------------------------------------------
 
 
@@ -112,16 +99,15 @@ class WebFetch(Tool):
         "domain needs the person's approval."
     )
     Args = WebFetchArgs
-    read_only = True  # it changes nothing on this machine
+    kind = "fetch"  # it changes nothing on this machine
+    approval = "rule"  # per domain: "always allow" saves web_fetch(domain:<host>)
 
     def __init__(self, config: WebConfig | None = None) -> None:
         self.config = config or WebConfig()
 
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True
-
     def rule_subject(self, args: Any) -> str:
-        """What approval rules match against: ``domain:<host>``."""
+        """``domain:<host>``: a rule ``web_fetch(domain:docs.python.org)`` allows that host only, and
+        ``web_fetch(domain:*.python.org)`` its subdomains."""
         return f"domain:{fetch_host(args) or '?'}"
 
     def phase(self, args: Any) -> str:
@@ -242,14 +228,12 @@ class WebSearch(Tool):
         "short and may be out of date: fetch the page before relying on it."
     )
     Args = WebSearchArgs
-    read_only = True
+    kind = "fetch"
+    approval = "rule"  # the query leaves the machine; "always allow" (web_search(*)) makes it one question
 
     def __init__(self, provider: SearchProvider, config: WebConfig | None = None) -> None:
         self.provider = provider
         self.config = config or WebConfig()
-
-    def needs_approval(self, args: Any, ctx: ToolContext) -> bool:
-        return True  # the query leaves the machine; "always allow" (web_search(*)) makes it one question
 
     def phase(self, args: Any) -> str:
         return f"Searching the web for {args.query.strip()[:60]!r}"

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
 from anvil.core.tools.edit.match import EditApplied, EditFailed, LineRange, apply_edit
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 

@@ -14,9 +14,11 @@ from pathlib import Path
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.session.checkpoints import NullCheckpointStore
+from anvil.core.tools.base import ToolContext
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
 from anvil.core.tools.edit.match import EditApplied, apply_edit
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 
 # A small alphabet makes repeated substrings (ambiguity), near misses (fallback steps) and exact hits all
@@ -29,7 +31,7 @@ texts = st.text(alphabet=ALPHABET, max_size=60)
 file_formats = st.tuples(st.sampled_from(sorted(ENCODINGS)), st.sampled_from(["\n", "\r\n", "\r"]))
 
 
-class RecordingStore:
+class RecordingStore(NullCheckpointStore):
     def __init__(self) -> None:
         self.calls: list[tuple[Path, bytes | None]] = []
 

@@ -3,19 +3,23 @@ nothing across files), checkpoints and undo, approvals, and which models are off
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.session.checkpoints import FileCheckpointStore
 from anvil.core.session.undo import UndoManager
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
-from anvil.core.tools.edit import patch_tool
+from anvil.core.tools.base import ToolContext, ToolRegistry, ToolResult
 from anvil.core.tools.edit.patch_tool import ApplyPatchArgs, ApplyPatchTool
 from anvil.core.tools.edit.styles import edit_tool_names, offer_edit_tools
+from anvil.core.tools.errors import ToolError
+from anvil.core.tools.files import changes
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
+from anvil.core.tools.files.safe_io import Location
 
 
 @pytest.fixture
@@ -209,14 +213,14 @@ async def test_files_not_read_this_session_are_not_updated_deleted_or_replaced(c
 
 async def test_a_failed_write_puts_back_the_files_already_written(ctx, project, monkeypatch):
     await given(ctx, project, {"a.txt": b"a\n", "b.txt": b"b\n"})
-    real_write = patch_tool.atomic_write
+    real_write = changes.replace_file
 
-    def failing(path: Path, data: bytes) -> None:
-        if path.name == "b.txt" and data != b"b\n":
+    def failing(location: Location, data: bytes, *args: Any) -> os.stat_result:
+        if location.name == "b.txt" and data != b"b\n":
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        return real_write(location, data, *args)
 
-    monkeypatch.setattr(patch_tool, "atomic_write", failing)
+    monkeypatch.setattr(changes, "replace_file", failing)
     with pytest.raises(ToolError, match=r"No space left on device.*put back"):
         await apply(ctx, patch("*** Update File: a.txt", "-a", "+A", "*** Add File: new.txt", "+n",
                                "*** Update File: b.txt", "-b", "+B"))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError
+from anvil.core.tools.base import ToolContext
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.file_tools import (
     MAX_LINE_CHARS,
     ReadFileArgs,
@@ -263,7 +264,7 @@ async def test_write_runs_the_configured_linter(ctx, project, tmp_path):
 def test_tools_describe_themselves_for_the_model():
     read_tool, write_tool = file_tools()
     assert (read_tool.name, write_tool.name) == ("read_file", "write_file")
-    assert read_tool.read_only and not write_tool.read_only
+    assert not read_tool.mutates and write_tool.mutates and (read_tool.kind, write_tool.kind) == ("read", "edit")
     assert read_tool.phase(ReadFileArgs(path="app.py")) == "Reading app.py"
     assert write_tool.phase(WriteFileArgs(path="app.py", content="")) == "Writing app.py"
     schema = read_tool.schema()["function"]["parameters"]

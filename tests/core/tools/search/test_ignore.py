@@ -1,10 +1,11 @@
-"""The pure-Python .gitignore matcher and walker, checked against git itself where it matters."""
+"""The .gitignore rules (pathspec lines, git's precedence) and the walker, checked against git where it matters."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,15 @@ def git_visible(root: Path) -> list[str]:
 
 def git_init(root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], env=GIT_ENV, check=True)
+
+
+def git_check_ignore(root: Path, line: str, path: str) -> bool:
+    """Whether git ignores the file ``path`` under a .gitignore holding ``line``."""
+    git_init(root)
+    write(root, {".gitignore": line + "\n", path: ""})
+    done = subprocess.run(["git", "check-ignore", "-q", "--", path], cwd=root, env=GIT_ENV, check=False)
+    assert done.returncode in (0, 1), done
+    return done.returncode == 0
 
 
 # --- single patterns --------------------------------------------------------------------------
@@ -136,6 +146,43 @@ def test_git_info_exclude_and_dot_ignore_files_count(tmp_path: Path) -> None:
     assert walked(tmp_path) == [".ignore", "kept.txt"]
 
 
+# --- lines git reads otherwise than a plain glob would (the hand-written matcher did not) --------
+
+@pytest.mark.parametrize(("line", "path", "expected"), [
+    ("a\\", "a\\", False),  # a trailing backslash escapes nothing: the line never matches
+    ("[abc", "[abc", False),  # an unclosed "[" makes the line match nothing, not a literal "["
+    ("[z-a]", "m", False),  # a reversed range holds nothing between its ends (the old matcher crashed on it)
+    ("\\[abc", "[abc", True),  # an escaped "[" is literal
+    ("[]", "[]", False),
+    ("[!]", "[!]", False),
+])
+def test_lines_git_never_matches_with(tmp_path: Path, line: str, path: str, expected: bool) -> None:
+    assert ignored([line], path) is expected
+    if HAVE_GIT:
+        assert git_check_ignore(tmp_path, line, path) is expected
+
+
+def test_lines_that_cannot_be_read_do_not_stop_the_others(tmp_path: Path) -> None:
+    write(tmp_path, {".gitignore": "[z-a]\n!\na\\\n[abc\n*.log\n", "x.log": "", "z": "", "[abc": ""})
+    assert walked(tmp_path) == [".gitignore", "[abc", "z"]
+
+
+def test_a_trailing_double_star_slash_means_the_directories_below(tmp_path: Path) -> None:
+    git_init(tmp_path)
+    write(tmp_path, {".gitignore": "x/**/\n", "x/f": "", "x/y/g": "", "x/y/z/h": "", "w/x/y/i": ""})
+    assert walked(tmp_path) == [".gitignore", "w/x/y/i", "x/f"]
+    if HAVE_GIT:
+        assert walked(tmp_path) == git_visible(tmp_path)
+
+
+def test_a_posix_class_warns_nothing() -> None:
+    """re warns about "[[" (a nested set in a future Python); a warning would reach the person's terminal."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parse_ignore_line("[[:alpha:]]x")
+    assert not caught
+
+
 # --- globs (ripgrep --glob semantics) ---------------------------------------------------------
 
 @pytest.mark.parametrize(("glob", "path", "expected"), [
@@ -151,9 +198,25 @@ def test_git_info_exclude_and_dot_ignore_files_count(tmp_path: Path) -> None:
     ("!*.md", "README.md", False),
     ("!*.md", "main.py", True),
     ("{a,b{c,d}}.txt", "bd.txt", True),
+    ("{a,b{c,d}}.txt", "b.txt", False),
+    ("\\{a,b}.txt", "{a,b}.txt", True),  # an escaped brace is literal
+    ("#notes.md", "#notes.md", True),  # "#" and "!" begin a glob as plain characters
+    ("src/", "src", True),
+    ("src", "src/a.py", False),  # a glob is matched against the file's path, not a directory above it
+    ("src/**", "src/a/b.py", True),
 ])
 def test_compile_glob(glob: str, path: str, expected: bool) -> None:
     assert compile_glob(glob)(path) is expected
+
+
+@pytest.mark.parametrize(("glob", "message"), [
+    ("*.{py", "unclosed alternate group"),
+    ("src/[ab", "unclosed character class"),
+    ("{a,[b}", "unclosed character class"),
+])
+def test_globs_rg_refuses(glob: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        compile_glob(glob)
 
 
 # --- walking ----------------------------------------------------------------------------------
@@ -217,7 +280,7 @@ def test_agrees_with_git_on_a_realistic_tree(tmp_path: Path) -> None:
 
 NAMES = ["a", "b", "c.py", "d.log", "e.txt"]
 PATTERNS = ["*.log", "!d.log", "/a", "a/", "b/", "*.py", "!c.py", "a/**", "**/b", "a/*.txt", "/b/c.py",
-            "[ab]", "?.txt", "e.*", "!b/", "**/a/*.py"]
+            "[ab]", "?.txt", "e.*", "!b/", "**/a/*.py", "a/**/", "!*/", "*", "!a/", "[a", "a\\"]
 
 
 @pytest.mark.skipif(not HAVE_GIT, reason="needs git")

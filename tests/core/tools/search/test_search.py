@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from anvil.core.tools.base import Tool, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSettings
+from anvil.core.tools.base import Tool, ToolContext, ToolRegistry, ToolResult, ToolSettings
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.search import filetree
 from anvil.core.tools.search import search_tools as search
 from anvil.core.tools.search.engine import Search, in_thread, python_grep
@@ -442,7 +443,7 @@ def test_tools_and_schemas() -> None:
     assert grep_params["required"] == ["pattern"]
     assert set(grep_params["properties"]) == {"pattern", "path", "glob", "ignore_case", "output_mode", "context",
                                               "max_results"}
-    assert all(tool.read_only for tool in SEARCH_TOOLS)
+    assert all(not tool.mutates and tool.kind == "search" and tool.approval == "none" for tool in SEARCH_TOOLS)
     bad = registry.prepare("grep", '{"pattern": "x", "regex": true}')
     assert bad.error == "Invalid arguments for grep: regex: unknown parameter"
     assert "output_mode" in (registry.prepare("grep", '{"pattern": "x", "output_mode": "lines"}').error or "")

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.shell.output_capture import HeadTail, clean_output
 from anvil.core.tools.shell.processes import shell_session
 from anvil.core.tools.shell.shell_tools import SHELL_TOOLS, CommandOutput, KillCommand, RunCommand
@@ -94,10 +95,10 @@ def child_pid(output: str) -> int:
 
 def test_tool_flags_and_phase() -> None:
     assert [t.name for t in SHELL_TOOLS] == ["run_command", "command_output", "kill_command"]
-    assert run_tool.needs_approval(run_tool.Args(command="ls"), None)  # type: ignore[arg-type]
-    assert kill_tool.needs_approval(kill_tool.Args(id="bg1"), None)  # type: ignore[arg-type]
-    assert not output_tool.needs_approval(output_tool.Args(id="bg1"), None)  # type: ignore[arg-type]
-    assert not run_tool.read_only and not kill_tool.read_only
+    assert run_tool.approval == "command" and run_tool.command(run_tool.Args(command="ls -la")) == "ls -la"
+    assert kill_tool.approval == "rule" and output_tool.approval == "none"
+    assert run_tool.mutates and kill_tool.mutates and not output_tool.mutates
+    assert output_tool.polls and not run_tool.polls
     assert run_tool.phase(run_tool.Args(command="pytest -x tests")) == "Running pytest -x tests"
     long = run_tool.phase(run_tool.Args(command="echo " + "x" * 100 + "\necho two"))
     assert long.startswith("Running echo xxx") and long.endswith("…") and len(long) < 60

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError, ToolResult
+from anvil.core.tools.base import ToolContext, ToolResult
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.shell.test_runner import (
     TEST_TOOLS,
     RunTests,
@@ -54,8 +55,7 @@ async def run_tests(ctx: ToolContext, **kwargs: object) -> ToolResult:
 
 def test_flags() -> None:
     assert [t.name for t in TEST_TOOLS] == ["run_tests"]
-    assert tool.needs_approval(tool.Args(), None)  # type: ignore[arg-type]
-    assert not tool.read_only
+    assert tool.approval == "rule" and tool.mutates and tool.runs_tests
     assert tool.phase(tool.Args()) == "Running tests"
     assert tool.phase(tool.Args(path="tests/test_x.py")) == "Running tests in tests/test_x.py"
 

@@ -17,7 +17,9 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from anvil.core.tools.base import ToolContext, ToolError, ToolRegistry
+from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.tools.base import ToolContext, ToolRegistry
+from anvil.core.tools.errors import ToolError
 from anvil.core.tools.web.http_client import network_error
 from anvil.core.tools.web.web_tools import (
     WebConfig,
@@ -26,7 +28,6 @@ from anvil.core.tools.web.web_tools import (
     WebSearch,
     WebSearchArgs,
     search_provider,
-    web_rule_matches,
     web_tools,
 )
 
@@ -273,20 +274,34 @@ async def test_bad_urls_are_refused_before_any_request(ctx: ToolContext) -> None
 # -- approval per domain ---------------------------------------------------------------------------------
 
 
-def test_domain_rules() -> None:
+def allowed(rule: str, url: str, ctx: ToolContext) -> bool:
+    """Whether the approval policy, with only ``rule`` allowed, lets web_fetch get ``url`` without asking."""
+    policy = ApprovalPolicy(rule_lists={"project": ([rule], [])})
+    verdict = policy.evaluate(WebFetch(), WebFetchArgs(url=url), ctx)
+    assert verdict.action in ("allow", "ask")
+    return verdict.action == "allow"
+
+
+def test_domain_rules(ctx: ToolContext) -> None:
     tool = WebFetch()
     args = WebFetchArgs(url="https://Docs.Python.org/3/library/json.html")
     assert tool.rule_subject(args) == "domain:docs.python.org"
     assert tool.phase(args) == "Fetching docs.python.org"
-    assert tool.needs_approval(args, None) and tool.read_only  # type: ignore[arg-type]
-    assert web_rule_matches("domain:docs.python.org", args)
-    assert web_rule_matches("domain:*.python.org", args)
-    assert web_rule_matches("*", args) and not web_rule_matches("", args)
-    assert not web_rule_matches("domain:python.org", args)  # a domain rule is that host, not its subdomains
-    assert not web_rule_matches("domain:evil-docs.python.org.example", args)
-    assert not web_rule_matches("docs.python.org", args)  # the domain: prefix is required
-    assert web_rule_matches("domain:pypi.org", {"url": "pypi.org/project/httpx/"})  # raw args, no scheme
-    assert not web_rule_matches("domain:pypi.org", {"url": "ftp://pypi.org/"})  # not a URL web_fetch takes
+    assert (tool.kind, tool.mutates, tool.approval) == ("fetch", False, "rule")
+    url = "https://Docs.Python.org/3/library/json.html"
+    assert allowed("web_fetch(domain:docs.python.org)", url, ctx)
+    assert allowed("web_fetch(domain:*.python.org)", url, ctx)
+    assert allowed("web_fetch(*)", url, ctx)
+    assert not allowed("web_fetch(domain:a.example)", "https://b.example/", ctx)  # one domain allows no other
+    assert not allowed("web_fetch(domain:python.org)", url, ctx)  # a domain rule is that host, not its subdomains
+    assert not allowed("web_fetch(domain:docs.python.org)", "https://evil-docs.python.org.example/", ctx)
+    assert not allowed("web_fetch(docs.python.org)", url, ctx)  # the domain: prefix is required
+    assert not allowed("web_search(*)", url, ctx)  # a rule for another tool
+    assert allowed("web_fetch(domain:pypi.org)", "pypi.org/project/httpx/", ctx)  # no scheme
+    assert not allowed("web_fetch(domain:pypi.org)", "ftp://pypi.org/", ctx)  # not a URL web_fetch takes
+    asked = ApprovalPolicy().evaluate(tool, WebFetchArgs(url="https://b.example/x"), ctx)
+    assert asked.action == "ask" and asked.suggested_pattern == "web_fetch(domain:b.example)"
+    assert tool.rule_subject({"url": "ftp://pypi.org/"}) == "domain:?"  # not a URL web_fetch takes
 
 
 # -- web_search and which tools are offered ---------------------------------------------------------------
@@ -334,7 +349,7 @@ async def test_brave_search_results(web: FakeWeb, ctx: ToolContext) -> None:
     assert lines[1:3] == ["1. Result 0", "   https://site0.example/page"]
     assert lines[3].startswith("   Use httpx & friends long") and len(lines[3]) <= 3 + 300
     assert result.output.count("https://site") == 3 and result.summary == "3 results"
-    assert tool.needs_approval(WebSearchArgs(query="x"), ctx)
+    assert tool.approval == "rule" and not tool.mutates
 
 
 async def test_tavily_search_results(web: FakeWeb, ctx: ToolContext) -> None:

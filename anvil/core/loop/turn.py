@@ -1,0 +1,41 @@
+"""The state of one turn, which the agent's steps read and update, and what counts as changing files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from anvil.core.events import TurnEndReason
+from anvil.core.loop.verify import CheckResult
+from anvil.core.model.protocol import Completion
+from anvil.core.tools.base import Tool, ToolResult
+
+
+@dataclass
+class TurnState:
+    prompt: str
+    number: int = 0
+    iterations: int = 0  # model calls so far
+    over: bool = False
+    reason: TurnEndReason = "done"
+    message: str = ""
+    completion: Completion | None = None  # the last model reply
+    changed: bool = False  # files changed since the last verification
+    checks: list[CheckResult] | None = field(default_factory=list)  # the last checks run (None: interrupted)
+    fix_until: int | None = None  # after failed checks: the model calls allowed for fixing them
+    stuck: str | None = None  # why a loop guard stopped the turn
+    end_requested: bool = False  # a tool asked for the turn to end (a plan handed over for review)
+
+    def end(self, reason: TurnEndReason = "done", message: str = "") -> None:
+        self.over, self.reason, self.message = True, reason, message
+
+
+def changed_files(tool: Tool | None, result: ToolResult) -> bool:
+    """Whether a finished call changed the project's files (what makes a final verification worth running).
+
+    The result says so when it knows; otherwise a tool that mutates does, except one that runs things (kind
+    "execute"), whose effects are what the checks are there to find."""
+    if tool is None or not result.ok:
+        return False
+    if result.changed is not None:
+        return result.changed
+    return tool.mutates and tool.kind != "execute"

@@ -1,0 +1,263 @@
+"""The session facade: what a front end may do with a session, and nothing more.
+
+The TUI, the plain REPL and headless hold a :class:`SessionFacade` instead of reaching into the agent: submit
+a prompt (and steer or interrupt it), read and set the approval mode, read the usage and the todos, compact,
+switch the model, undo and rewind, start a new session or resume one, and close. Everything a front end
+shows comes from here or from the events a turn yields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from anvil.core.events import ContextUsage, Event, TodoItem
+from anvil.core.policy.approval import MODES, Mode
+from anvil.core.session.undo import RewindChoice, UndoReport, rewind_choices
+from anvil.runtime import Runtime, open_runtime
+
+if TYPE_CHECKING:
+    from anvil.config import Settings
+    from anvil.core.context.meter import TokenCounter
+    from anvil.core.mcp.config import ServerStatus
+    from anvil.core.model.protocol import Model
+    from anvil.core.sandbox.sandbox import SandboxStatus
+    from anvil.core.session.store import SessionSummary
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The session's tokens and cost so far, and the tokens the conversation now takes in the context."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    context_used: int
+
+
+class SessionFacade:
+    """One session as the front ends see it. Not safe to share between threads: it lives on the event loop."""
+
+    MODES: tuple[Mode, ...] = MODES
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._agent = runtime.agent
+
+    # -- what it is ------------------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self._runtime.session.id
+
+    @property
+    def root(self) -> Path:
+        return self._runtime.root
+
+    @property
+    def settings(self) -> Settings:
+        return self._runtime.settings
+
+    @property
+    def model(self) -> Model:
+        """The model object: a new session reuses it, and the TUI warms it up."""
+        return self._agent.model
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self._agent.context.counter
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the person should know from opening the session (a cut memory file, a repaired history)."""
+        return list(self._runtime.warnings)
+
+    @property
+    def resumed_messages(self) -> list[dict[str, Any]] | None:
+        """The history of a resumed session, as loaded; None for a new one."""
+        return self._runtime.resumed.messages if self._runtime.resumed is not None else None
+
+    @property
+    def turns(self) -> int:
+        return self._agent.turn
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation without the system prompt (a copy: /export, a resumed session's summary)."""
+        return [dict(m) for m in self._agent.messages[1:]]
+
+    @property
+    def todos(self) -> tuple[TodoItem, ...]:
+        return tuple(self._agent.ctx.todos)
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        """Whether the model's commands run in the OS sandbox; ``label`` is what a status bar shows."""
+        return self._agent.ctx.sandbox.status
+
+    # -- life ------------------------------------------------------------------------------------------
+
+    def on_notice(self, tell: Callable[[str], Any]) -> None:
+        """Where what happens in the background (an MCP server failing) is told to the person."""
+        self._runtime.notify = tell
+
+    def answer_requests_with(self, ask: Callable[[Any], Any]) -> None:
+        """Let tools reach the person (ask_user, exit_plan_mode) through ``ask``, unless the engine already
+        routes them through the turn's events."""
+        if self._agent.ctx.ask is None:
+            self._agent.ctx.ask = ask
+
+    async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
+        """session_start hooks and MCP servers; returns notices for the person (see :meth:`Runtime.start`)."""
+        return await self._runtime.start(wait_for_mcp=wait_for_mcp)
+
+    async def preflight(self) -> str | None:
+        """What is wrong with the model before its first call (a missing key, an unknown name), in a thread."""
+        return await asyncio.to_thread(self._agent.model.preflight)
+
+    async def close(self, reason: str = "exit") -> None:
+        await self._runtime.close(reason)
+
+    # -- turns -----------------------------------------------------------------------------------------
+
+    def submit(self, text: str) -> AsyncIterator[Event]:
+        """Run a turn for ``text`` (prepared by the front end); its events, up to and with turn_ended."""
+        return self._agent.run_turn(text)
+
+    def steer(self, text: str) -> None:
+        """A message typed while a turn runs: the model sees it before its next call."""
+        self._agent.steer(text)
+
+    @property
+    def pending_steering(self) -> tuple[str, ...]:
+        return self._agent.pending_steering
+
+    def take_steering(self) -> list[str]:
+        """Messages the turn ended before sending: the next turn's text."""
+        return self._agent.take_steering()
+
+    def interrupt(self) -> None:
+        self._agent.interrupt()
+
+    def compact(self, focus: str | None = None) -> AsyncIterator[Event]:
+        return self._agent.compact(focus)
+
+    # -- approval mode ---------------------------------------------------------------------------------
+
+    @property
+    def mode(self) -> Mode:
+        return self._agent.policy.mode
+
+    def set_mode(self, name: str) -> Mode:
+        """Set the mode by name (``accept-edits`` and ``accept edits`` work too); ValueError for an unknown one."""
+        self._agent.policy.set_mode(name.strip().lower().replace("-", "_").replace(" ", "_"))  # type: ignore[arg-type]
+        return self.mode
+
+    def next_mode(self) -> Mode:
+        return self._agent.policy.next_mode()
+
+    # -- usage -----------------------------------------------------------------------------------------
+
+    def usage(self) -> Usage:
+        totals = self._agent.totals
+        return Usage(int(totals["prompt_tokens"]), int(totals["completion_tokens"]), float(totals["cost"]),
+                     self._agent.context.used)
+
+    async def measure(self) -> ContextUsage:
+        """Count the conversation against the model's window now (after a model switch or a rewind)."""
+        agent = self._agent
+        await asyncio.to_thread(agent.context.measure, agent.messages, agent.tools.schemas())
+        return agent.context.event()
+
+    # -- model -----------------------------------------------------------------------------------------
+
+    async def switch_model(self, name: str) -> str | None:
+        """Use model ``name`` from the next call on; returns what its preflight found wrong, if anything."""
+        return await self._runtime.switch_model(name)
+
+    # -- undo and rewind -------------------------------------------------------------------------------
+
+    @property
+    def can_undo(self) -> bool:
+        return self._runtime.undo is not None
+
+    async def undo_target(self) -> RewindChoice | None:
+        """The turn ``undo`` would restore the files of (its prompt and files), or None when nothing is left."""
+        undo = self._runtime.undo
+        turns = await asyncio.to_thread(undo.turns) if undo is not None else []
+        if not turns:
+            return None
+        last = turns[-1]
+        prompts = dict(await self._prompts())
+        return RewindChoice(last.turn, prompts.get(last.turn, ""), None, last.files)
+
+    async def undo(self, *, force: bool = False) -> UndoReport:
+        """Restore the files of the newest turn that changed files; without ``force`` outside changes stop it."""
+        assert self._runtime.undo is not None, "check can_undo first"
+        return await asyncio.to_thread(self._runtime.undo.undo_last, force=force)
+
+    async def rewind_choices(self) -> list[RewindChoice]:
+        """Every turn the person can go back to before, newest first."""
+        prompts = await self._prompts()
+        return await asyncio.to_thread(rewind_choices, self._agent.messages[1:], prompts, self._runtime.undo)
+
+    async def rewind_code(self, turn: int, *, force: bool = False) -> UndoReport:
+        assert self._runtime.undo is not None, "check can_undo first"
+        return await asyncio.to_thread(self._runtime.undo.rewind, turn, force=force)
+
+    def rewind_conversation(self, turn: int) -> bool:
+        """Cut the conversation to before ``turn``; False when that turn was compacted away."""
+        return self._agent.rewind_conversation(turn)
+
+    async def _prompts(self) -> list[tuple[int, str]]:
+        session = self._runtime.session
+        session.sync()
+        return (await asyncio.to_thread(session.load)).prompts
+
+    # -- sessions --------------------------------------------------------------------------------------
+
+    async def sessions(self) -> list[SessionSummary]:
+        """This project's sessions, newest first."""
+        return await asyncio.to_thread(self._runtime.store.list)
+
+    async def open_new(self) -> SessionFacade:
+        """A new conversation with the same settings, model and approval mode (this one stays open)."""
+        runtime = self._runtime
+        new = await asyncio.to_thread(open_runtime, runtime.settings, runtime.root, model=self._agent.model)
+        return self._carry_over(new)
+
+    async def open_resumed(self, session_id: str) -> SessionFacade:
+        """Session ``session_id`` of this project, with this model and approval mode; SessionError if none."""
+        runtime = self._runtime
+        new = await asyncio.to_thread(open_runtime, runtime.settings, runtime.root, resume=session_id,
+                                      model=self._agent.model)
+        return self._carry_over(new)
+
+    def _carry_over(self, runtime: Runtime) -> SessionFacade:
+        runtime.agent.policy.set_mode(self.mode)
+        return SessionFacade(runtime)
+
+    @property
+    def runtime(self) -> Runtime:
+        """The assembled runtime, for the code that owns the process (the CLI's last-resort cleanup, tests)."""
+        return self._runtime
+
+    # -- MCP -------------------------------------------------------------------------------------------
+
+    def mcp_status(self) -> list[ServerStatus]:
+        """The configured MCP servers: state, tools, the error of a failed one. Empty when none."""
+        mcp = self._runtime.mcp
+        return list(mcp.status()) if mcp is not None and mcp.servers else []
+
+    @property
+    def mcp_configured(self) -> bool:
+        return self._runtime.mcp is not None and bool(self._runtime.mcp.servers)
+
+    async def attach_resources(self, text: str) -> tuple[str, list[str]]:
+        """``text`` with every ``@server:uri`` MCP resource appended, and the problems reading them."""
+        if self._runtime.mcp is None:
+            return text, []
+        return await self._runtime.mcp.attach_resources(text)

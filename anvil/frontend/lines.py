@@ -1,0 +1,151 @@
+"""What an event, an approval answer or a scope choice says, in one line, for every front end.
+
+Front ends style these (a colour per ``kind``, a glyph in the plain REPL, ``anvil:`` on headless stderr);
+the words are written here once, so the TUI, ``--plain`` and ``-p`` say the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from anvil.core.events import (
+    ApprovalAnswered,
+    ApprovalDecision,
+    ApprovalRequested,
+    CompactionFinished,
+    CompactionStarted,
+    ErrorEvent,
+    Event,
+    Notice,
+    Retrying,
+    TodoItem,
+    TurnEnded,
+)
+
+#: how a line is shown: the TUI's entry colours, the plain REPL's glyphs
+LineKind = Literal["error", "retry", "compaction", "notice", "interrupted"]
+TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
+_COMPACTED_HOW = {1: " (old tool results shortened)", 2: " (older messages summarised)"}
+
+
+@dataclass(frozen=True)
+class Line:
+    kind: LineKind
+    text: str
+
+
+def describe(event: Event) -> Line | None:
+    """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest."""
+    match event:
+        case ErrorEvent(message=message, retryable=retryable):
+            return Line("error", message + (" (a passing problem; try again)" if retryable else ""))
+        case Retrying():
+            return Line("retry", retrying_text(event))
+        case CompactionStarted(tokens_before=before, reason=reason):
+            return Line("compaction", f"Compacting the conversation ({before:,} tokens, {reason})…")
+        case CompactionFinished(ok=False, message=message):
+            return Line("error", f"Compaction failed: {message or 'no details'}")
+        case CompactionFinished(tokens_before=before, tokens_after=after, tier=tier, message=message):
+            note = f" {message.rstrip('.')}." if message else ""
+            return Line("compaction", f"Compacted: {before:,} → {after:,} tokens{_COMPACTED_HOW.get(tier, '')}.{note}")
+        case Notice(message=message):
+            return Line("notice", message)
+        case TurnEnded(reason="interrupted"):
+            return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
+        case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
+            return Line("error", message)
+    return None
+
+
+def retrying_text(event: Retrying) -> str:
+    return (f"{event.message}; retrying in {event.delay:.1f}s "
+            f"(attempt {event.attempt + 1} of {event.max_attempts})")
+
+
+def answered_text(event: ApprovalAnswered) -> str | None:
+    """A decision taken without the person (a rule, auto mode, the hard-deny list, a hook), so it stays
+    visible; None for the person's own answers, which their front end already showed."""
+    if event.by in {"user", "interrupt"}:
+        return None
+    if event.allow:
+        return f"allowed by {event.by}"
+    return f"refused by {event.by}" + (f": {short(event.message, 100)}" if event.message else "")
+
+
+@dataclass(frozen=True)
+class ScopeChoice:
+    """One answer of the "always allow" step: its key, the scope, and where the rule is kept."""
+
+    key: str
+    scope: str
+    label: str
+    file: str | None  # shown as people type it; None: kept in memory (session), or a policy that saves nowhere
+
+    @property
+    def text(self) -> str:
+        if self.scope == "session":
+            return f"{self.label}: forgotten when anvil exits"
+        return self.label + (f": saved in {self.file}" if self.file else "")
+
+
+def scope_choices(request: ApprovalRequested, root: Path) -> list[ScopeChoice]:
+    """The scopes "always allow" offers, with the files the policy saves each one to (from the request)."""
+    files = {scope: shown_path(path, root) for scope, path in request.rule_files.items()}
+    return [ScopeChoice("s", "session", "this session only", None),
+            ScopeChoice("p", "project", "this project", files.get("project")),
+            ScopeChoice("e", "user", "everywhere", files.get("user"))]
+
+
+def decision_text(decision: ApprovalDecision, request: ApprovalRequested, root: Path) -> str:
+    """The person's answer, said back to them: for "always", the rule and where it is kept."""
+    if decision.allow and decision.remember and decision.pattern:
+        choice = next((c for c in scope_choices(request, root) if c.scope == decision.remember), None)
+        where = f" in {choice.label}" if choice else ""
+        saved = f" (saved in {choice.file})" if choice and choice.file else ""
+        return f"always allowed: `{decision.pattern}`{where}{saved}"
+    if decision.allow:
+        return "allowed once"
+    if decision.by == "interrupt":
+        return "interrupted"
+    return f"denied with your message: {decision.message}" if decision.message else "denied"
+
+
+def cwd_text(request: ApprovalRequested) -> str | None:
+    """Where a command would run, as the policy evaluated it: ``in ~/src/app/sub``."""
+    return f"in {home_relative(request.cwd)}" if request.cwd else None
+
+
+def mode_text(mode: str, modes: tuple[str, ...], *, changed: bool = False) -> str:
+    """The approval mode, and (when only shown) the modes there are and how to change it."""
+    if changed:
+        return f"Approval mode: {mode}."
+    return f"Approval mode: {mode}. Modes: {', '.join(modes)}; /mode NAME sets one, Shift+Tab cycles them."
+
+
+def todo_text(item: TodoItem) -> str:
+    text = item.active_form if item.status == "in_progress" and item.active_form else item.content
+    return f"{TODO_MARKS.get(item.status, '?')} {text}"
+
+
+def shown_path(path: str | Path, root: Path) -> str:
+    """A file as people type it: relative inside the project, else as :func:`home_relative` shows it."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return home_relative(path)
+
+
+def home_relative(path: str | Path) -> str:
+    """``~/src/app`` rather than ``/home/me/src/app``: shorter, and what people type."""
+    try:
+        return "~/" + Path(path).relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def short(text: str, width: int = 100) -> str:
+    """One line of at most ``width`` characters: newlines become ⏎ so a multi-line command stays one entry."""
+    flat = " ⏎ ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

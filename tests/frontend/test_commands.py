@@ -1,0 +1,121 @@
+"""The slash commands, defined once: what each answers, before any front end carries it out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anvil.core.events import ContextUsage
+from anvil.core.model.scripted import ScriptedModel
+from anvil.core.session.store import SessionError
+from anvil.frontend.commands import COMMANDS, Command, run_command
+from anvil.frontend.effects import Confirm, Exit, Render, Replace, RunEvents, Show, ShowTodos, SwitchModel, follow
+from tests.frontend.conftest import MakeSession, events_of
+
+WRITE = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}
+
+
+async def run(line: str, session: Any, **kwargs: Any) -> list[Any]:
+    return await run_command(line, session=session, commands=kwargs.pop("commands", COMMANDS), keys_help="KEYS",
+                             **kwargs)
+
+
+async def test_unknown_commands_get_a_guess_and_aliases_work(make_session: MakeSession) -> None:
+    session = make_session()
+    assert await run("/comapct", session) == [Show("Unknown command /comapct. Did you mean /compact? /help lists "
+                                                   "them; start with // to send a message that begins with a slash.")]
+    assert await run("/q", session) == [Exit()]
+    assert await run("/theme", session) == [Show("/theme is only in the full-screen app (`anvil` without --plain): "
+                                                 "themes colour its widgets.")]
+    help_ = await run("/help", None)  # help works before the session is ready
+    assert help_[0].kind == "help" and "/rewind [turn] [code|chat|both]" in help_[0].text
+    assert help_[0].text.endswith("KEYS")
+
+
+async def test_commands_that_need_the_session_or_an_idle_turn_say_so(make_session: MakeSession) -> None:
+    assert await run("/cost", None) == [Show("anvil is still starting; try again in a moment.")]
+    busy = await run("/clear", make_session(), busy=True)
+    assert busy == [Show("/clear waits until the running turn ends (interrupt it to go on at once).")]
+
+
+async def test_a_failing_command_reports_one_line() -> None:
+    async def broken(ctx: Any, arg: str) -> list[Any]:
+        raise OSError("disk full")
+
+    commands = COMMANDS.with_commands(Command("broken", "/broken", "fails", broken, needs_session=False))
+    assert await run("/broken", None, commands=commands) == [Show("/broken failed: OSError: disk full", "error")]
+    assert [name for name, _ in commands.completions()][-1] == "broken"
+
+
+async def test_mode_alone_shows_the_mode_and_the_choices_and_changes_nothing(make_session: MakeSession) -> None:
+    session = make_session()
+    assert await run("/mode", session) == [Show("Approval mode: ask. Modes: ask, accept_edits, auto, plan; "
+                                                "/mode NAME sets one, Shift+Tab cycles them.")]
+    assert session.mode == "ask"
+    assert await run("/mode accept-edits", session) == [Show("Approval mode: accept_edits.")]
+    assert session.mode == "accept_edits"
+    assert await run("/mode sideways", session) == [
+        Show("Unknown mode 'sideways'. Modes: ask, accept_edits, auto, plan.", "error")]
+
+
+async def test_undo_says_which_turn_and_asks_first(make_session: MakeSession, project: Path) -> None:
+    session = make_session([{"tool_calls": [WRITE]}, {"text": "written"}])
+    assert (await run("/undo", session))[0].text.startswith("Nothing to undo")
+    await events_of(session.submit("write the notes"))
+    [confirm] = await run("/undo", session)
+    assert isinstance(confirm, Confirm)
+    assert confirm.question == "Undo turn 1 ('write the notes'), restoring notes.txt (created)?"
+    assert await follow(confirm, False) == [Show("Nothing was changed.")]
+    assert (project / "notes.txt").exists()
+    [done] = await follow(confirm, True)
+    assert "removed notes.txt" in done.text and not (project / "notes.txt").exists()
+
+
+async def test_undo_asks_again_before_overwriting_outside_changes(make_session: MakeSession, project: Path) -> None:
+    session = make_session([{"tool_calls": [WRITE]}, {"text": "written"}])
+    await events_of(session.submit("write the notes"))
+    (project / "notes.txt").write_text("mine\n")
+    [confirm] = await run("/undo", session)
+    conflict, overwrite = await follow(confirm, True)
+    assert "changed outside anvil" in conflict.text and isinstance(overwrite, Confirm)
+    assert (project / "notes.txt").read_text() == "mine\n"
+    [done] = await follow(overwrite, True)
+    assert "removed notes.txt" in done.text and not (project / "notes.txt").exists()
+
+
+async def test_resume_of_a_missing_session_is_one_error_line(make_session: MakeSession) -> None:
+    session = make_session()
+    with pytest.raises(SessionError) as raised:
+        await session.open_resumed("nosuch")
+    assert await run("/resume nosuch", session) == [Show(str(raised.value), "error")]
+    assert await run("/resume", session) == [Show("No earlier session to resume.")]
+
+
+async def test_clear_goes_on_with_a_new_session_in_the_same_mode(make_session: MakeSession) -> None:
+    session = make_session()
+    session.set_mode("auto")
+    replace, said = await run("/clear", session)
+    assert isinstance(replace, Replace) and replace.session.id != session.id and replace.session.mode == "auto"
+    assert said == Show(f"New conversation (session {replace.session.id}). The previous one is kept: "
+                        f"/resume {session.id}")
+    resumed = await run(f"/resume {session.id}", replace.session)
+    assert isinstance(resumed[0], Replace) and resumed[0].session.id == session.id
+    await resumed[0].session.close()
+
+
+async def test_model_compact_todos_and_rewind_hand_their_work_to_the_front_end(
+        make_session: MakeSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("anvil.runtime.build_model", lambda settings: ScriptedModel([], name=settings.model))
+    session = make_session([{"text": "hello"}, {"text": "A summary."}])
+    await events_of(session.submit("hi"))
+    assert isinstance((await run("/compact keep it short", session))[0], RunEvents)
+    assert await run("/todos", session) == [ShowTodos(())]
+    [switch] = await run("/model other", session)
+    assert isinstance(switch, SwitchModel) and switch.name == "other"
+    render, said = await switch.run()
+    assert isinstance(render, Render) and isinstance(render.events[0], ContextUsage)
+    assert said == Show("Model switched to other.") and session.settings.model == "other"
+    render, said = await run("/rewind 1 chat", session)
+    assert isinstance(render, Render) and said == Show("The conversation is back to before turn 1 (0 messages kept).")
