@@ -16,12 +16,13 @@ Budgets are shares of the usable window, so the same rules hold for an 8k local 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from anvil.core.context.meter import CHARS_PER_TOKEN, REPLY_PRIMING, ContextMeter
 from anvil.core.context.snapshot import (
+    WrittenPaths,
     changed_files,
     content_text,
     cut_middle,
@@ -73,7 +74,7 @@ class _Tier2:
     todos: str
     focus: str | None
     force_summary: bool
-    edit_tools: Collection[str]
+    written: WrittenPaths | None
 
 
 class Compactor:
@@ -143,9 +144,9 @@ class Compactor:
     # -- the whole compaction ---------------------------------------------------------------------
 
     async def compact(self, messages: list[dict[str, Any]], *, todos: str, focus: str | None = None,
-                      force_summary: bool = False, edit_tools: Collection[str] = ()) -> Outcome:
-        """Tier 1, then tier 2 when tier 1 is not enough (or ``force_summary``). ``edit_tools``: the names of
-        the tools whose calls change files, for the snapshot's list of changed files."""
+                      force_summary: bool = False, written: WrittenPaths | None = None) -> Outcome:
+        """Tier 1, then tier 2 when tier 1 is not enough (or ``force_summary``). ``written``: the paths a tool
+        call writes, for the snapshot's list of changed files."""
         used = self.meter.measure(messages)  # the provider's count when it gave one
         tokens = self.meter.message_tokens(messages)
         known = {id(m): t for m, t in zip(messages, tokens, strict=True)}
@@ -161,7 +162,7 @@ class Compactor:
         if not force_summary and after <= usable * TIER1_TARGET_SHARE:
             return tier1
         return await self._tier2(_Tier2(messages, tier1, known, usable, self.trigger / self._scale, todos, focus,
-                                        force_summary, edit_tools))
+                                        force_summary, written))
 
     async def _tier2(self, job: _Tier2) -> Outcome:
         """A snapshot of the older part of the conversation, or tier 1's result when a snapshot cannot help."""
@@ -182,7 +183,7 @@ class Compactor:
         person, cut_any = fit_person_messages(person_messages(older),
                                               int(job.usable * PERSON_SHARE) * CHARS_PER_TOKEN)
         note = "Some very long messages from the person were cut in the middle to fit the context." if cut_any else ""
-        files = changed_files(older, job.edit_tools)
+        files = changed_files(older, job.written) if job.written is not None else []
 
         def snapshot_history(summary: str | None) -> list[dict[str, Any]]:
             text = render_snapshot(person=person, summary=summary, todos=job.todos, files=files, note=note)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Callable
 from typing import Any
 
 SNAPSHOT_MARK = "[anvil context snapshot]"
 ENGINE_MARK = "[anvil]"  # user-role messages the engine writes (verification results): not the person's words
 STUB_MARK = "[anvil: old tool result removed"
+#: The paths a tool call writes, from its tool's name and its JSON arguments (empty for a call that writes none).
+WrittenPaths = Callable[[str, str], list[str]]
 _KEY_ARGS = ("path", "pattern", "command", "glob", "id", "offset", "limit")
 # The tag closing a person's message is chosen so that no message contains it (see render_snapshot).
 _USER_BLOCK = re.compile(r'<(user_message(?:_\d+)?) n="\d+">\n(.*?)\n</\1>', re.DOTALL)
@@ -182,9 +184,9 @@ def _snapshot_person_messages(text: str) -> list[str]:
     return found
 
 
-def changed_files(messages: list[dict[str, Any]], edit_tools: Collection[str]) -> list[str]:
+def changed_files(messages: list[dict[str, Any]], written: WrittenPaths) -> list[str]:
     """Files the model wrote or edited in ``messages`` (and those earlier snapshots listed), in order.
-    ``edit_tools``: the names of the tools whose calls change the file at their ``path``."""
+    ``written``: the paths a call writes, from its tool's name and JSON arguments (each tool declares them)."""
     files: dict[str, None] = {}
     for message in messages:
         if is_snapshot(message):
@@ -194,13 +196,9 @@ def changed_files(messages: list[dict[str, Any]], edit_tools: Collection[str]) -
                     files[line[2:].strip()] = None
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            if function.get("name") in edit_tools:
-                try:
-                    path = json.loads(function.get("arguments") or "{}").get("path")
-                except (json.JSONDecodeError, AttributeError):
-                    path = None
-                if isinstance(path, str) and path:
-                    files[path] = None
+            name, arguments = function.get("name"), function.get("arguments")
+            if isinstance(name, str):
+                files.update(dict.fromkeys(path for path in written(name, arguments or "") if path))
     return list(files)
 
 

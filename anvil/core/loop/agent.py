@@ -372,9 +372,8 @@ class Agent:
         yield CompactionStarted(before, reason)
         self._spent.clear()
         try:
-            edit_tools = [tool.name for tool in self.tools.tools() if tool.kind == "edit"]
             outcome = await self.compactor.compact(self.messages, todos=render_todos(self.ctx.todos), focus=focus,
-                                                   force_summary=force, edit_tools=edit_tools)
+                                                   force_summary=force, written=self.tools.written_paths)
         except Interrupted:
             yield CompactionFinished(before, before, 0, False, "Interrupted: the history was left as it was.")
             raise

@@ -79,11 +79,11 @@ class StageTracker:
 
 
 def _creates(call: PreparedCall, root: Path | None) -> bool:
-    """An edit of a path that does not exist yet (writing a new file)."""
-    path = call.raw_args.get("path")
-    if root is None or not isinstance(path, str):
+    """An edit that writes only paths that do not exist yet (new files), by the paths its tool declares."""
+    if root is None or call.tool is None or call.args is None:
         return False
+    targets = call.tool.write_targets(call.args)
     try:
-        return not (root / path).exists()
+        return bool(targets) and not any((root / path).exists() for path in targets)
     except (OSError, ValueError):  # a name the file system rejects: the tool will say so
         return False

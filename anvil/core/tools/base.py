@@ -290,6 +290,12 @@ class ToolRegistry:
             return PreparedCall(tool, None, raw, f"Invalid arguments for {name}: {format_validation(exc)}")
         return PreparedCall(tool, args, raw)
 
+    def written_paths(self, name: str, arguments: str) -> list[str]:
+        """The paths a call writes, as its tool declares them (``Tool.write_targets``); none for a call that
+        cannot run."""
+        call = self.prepare(name, arguments)
+        return call.tool.write_targets(call.args) if call.tool is not None and call.error is None else []
+
 
 def format_validation(exc: ValidationError) -> str:
     parts = []

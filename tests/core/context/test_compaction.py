@@ -309,7 +309,7 @@ class PathArgs(ToolArgs):
 
 
 class PatchTool(Tool):
-    """Changes a file, under a name no built-in tool has: the snapshot must find it by its kind."""
+    """Changes a file, under a name no built-in tool has: the snapshot must find it by the paths it declares."""
 
     name = "patch"
     description = "Patch a file."
@@ -317,6 +317,9 @@ class PatchTool(Tool):
     kind = "edit"
     mutates = True
     approval = "edit"
+
+    def write_targets(self, args: PathArgs) -> list[str]:
+        return [args.path]
 
     async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(f"patched {args.path}")

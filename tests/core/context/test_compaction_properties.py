@@ -19,8 +19,8 @@ from tests.support.agents import assert_history_valid
 WORDS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=80)
 
 
-#: the tools whose calls change files, by their traits
-EDITS = [tool.name for tool in default_tools().tools() if tool.kind == "edit"]
+#: the paths a call writes, as the built-in tools declare them
+WRITTEN = default_tools().written_paths
 
 
 @st.composite
@@ -67,7 +67,7 @@ def test_compaction_keeps_the_history_valid_and_every_person_message(history: li
     meter = ContextMeter(window, TokenCounter("scripted", use_litellm=False))
     compactor = Compactor(meter, fake_summary)
     before = meter.measure(history, [])
-    outcome = asyncio.run(compactor.compact(history, todos="[ ] a todo", force_summary=force, edit_tools=EDITS))
+    outcome = asyncio.run(compactor.compact(history, todos="[ ] a todo", force_summary=force, written=WRITTEN))
     new = outcome.messages
     assert new[0] is history[0]
     assert_history_valid(new)
@@ -77,9 +77,9 @@ def test_compaction_keeps_the_history_valid_and_every_person_message(history: li
     assert sum(is_snapshot(m) for m in new) <= 1
     if outcome.tier == 2:
         assert is_snapshot(new[1]) and "[ ] a todo" in new[1]["content"]
-        assert set(changed_files(history, EDITS)) <= set(changed_files(new, EDITS))
+        assert set(changed_files(history, WRITTEN)) <= set(changed_files(new, WRITTEN))
         # compacting the compacted history again loses nothing either
-        again = asyncio.run(compactor.compact(new, todos="[ ] a todo", force_summary=True, edit_tools=EDITS)).messages
+        again = asyncio.run(compactor.compact(new, todos="[ ] a todo", force_summary=True, written=WRITTEN)).messages
         assert person_messages(again) == person_messages(history)
 
 

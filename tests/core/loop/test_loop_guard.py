@@ -32,6 +32,9 @@ class FailingEdit(Tool):
     def __init__(self) -> None:
         self.calls = 0
 
+    def write_targets(self, args: PathArgs) -> list[str]:
+        return [args.path]
+
     async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
         self.calls += 1
         raise ToolError(f"old_string was not found in {args.path}; the closest region is at line {10 + self.calls}.")

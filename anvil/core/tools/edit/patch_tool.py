@@ -1,12 +1,15 @@
 """The ``apply_patch`` tool: the ``*** Begin Patch`` format of OpenAI's GPT-5 and codex models.
 
 A patch is planned whole in memory first (:mod:`patch_parse`, then :mod:`patch_apply` for each updated file),
-under the change lock of every file it names, with the same safeguards as write_file and edit_file: paths stay
-in the project, a file that exists must have been read and not changed since before it is updated, deleted,
-or overwritten by an added or moved file, binary and read-only files are refused, and each file keeps its
-encoding and line endings. Only when every operation has succeeded are the files written, each checkpointed
-first (so /undo restores them); if a write fails, the files already written are put back. Every file's change
-is part of the diff.
+under the change lock of every file it names, through the safeguards every file change shares
+(:mod:`anvil.core.tools.files.changes`): paths stay in the project, a protected file is not reached through a
+symbolic link, a file that exists must have been read and not changed since (by its content hash) before it is
+updated, deleted, or overwritten by an added or moved file, files with several hard links, binary and read-only
+files are refused, and each file keeps its encoding and line endings. The tool declares every path it writes
+(``write_targets``), so protected ones are asked about whatever the mode. Only when every operation has
+succeeded are the files written (through a temporary file and a rename) and then deleted, each checkpointed first
+(so /undo restores them); if one fails, the files already changed are put back, or the error names those that
+could not be. Every file's change is part of the diff.
 """
 
 from __future__ import annotations
@@ -76,11 +79,21 @@ class ApplyPatchTool(Tool):
         "of every file."
     )
     Args = ApplyPatchArgs
-    read_only = False
+    kind = "edit"
+    mutates = True
+    approval = "edit"
 
     def phase(self, args: Any) -> str:
         paths = list(dict.fromkeys(_HEADER_PATHS.findall(getattr(args, "input", ""))))
         return f"Patching {paths[0].strip()}" if len(paths) == 1 else f"Patching {len(paths)} files"
+
+    def write_targets(self, args: ApplyPatchArgs) -> list[str]:
+        """Every path the patch adds, updates, deletes or moves a file to; none for a patch that cannot be read
+        (it writes nothing)."""
+        try:
+            return _paths(parse_patch(args.input))
+        except PatchSyntaxError:
+            return []
 
     def preview(self, args: ApplyPatchArgs, ctx: ToolContext) -> str | None:
         try:
@@ -212,6 +225,11 @@ def _parse(text: str) -> list[FileOp]:
         raise ToolError(f"The patch could not be read: {exc} {_NOTHING_CHANGED}") from None
 
 
+def _paths(ops: list[FileOp]) -> list[str]:
+    """The paths ``ops`` write, as the patch gives them, each once."""
+    return list(dict.fromkeys(raw for op in ops for raw in (op.path, getattr(op, "move_to", None)) if raw))
+
+
 def _label(op: FileOp) -> str:
     kind = "Add File" if isinstance(op, AddFile) else "Delete File" if isinstance(op, DeleteFile) else "Update File"
     return f"'*** {kind}: {op.path}' (patch line {op.line})"
@@ -237,7 +255,7 @@ class _HunkError(ToolError):
 
 def _apply(ctx: ToolContext, text: str) -> tuple[ToolResult, list[Path]]:
     ops = _parse(text)
-    targets = [change_target(ctx, raw) for op in ops for raw in (op.path, getattr(op, "move_to", None)) if raw]
+    targets = [change_target(ctx, raw) for raw in _paths(ops)]
     with contextlib.ExitStack() as locks:
         for path in sorted({target.path for target in targets}, key=str):  # one order: no deadlock between calls
             locks.enter_context(change_lock(ctx, path))

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from anvil.core.tools.base import ToolRegistry
+from anvil.core.tools.base import Tool, ToolRegistry
 
 EditStyle = Literal["auto", "replace", "patch", "both"]
 EDIT_STYLES: tuple[EditStyle, ...] = ("auto", "replace", "patch", "both")
-_TOOLS: dict[str, tuple[str, ...]] = {"replace": ("edit_file", "multi_edit"), "patch": ("apply_patch",),
-                                      "both": ("edit_file", "multi_edit", "apply_patch")}
 
 
 def writes_patches(model: str) -> bool:
@@ -21,20 +19,24 @@ def writes_patches(model: str) -> bool:
     return name.startswith("gpt-5") or "codex" in name
 
 
-def edit_tool_names(style: EditStyle, model: str) -> tuple[str, ...]:
-    if style == "auto":
-        style = "patch" if writes_patches(model) else "replace"
-    return _TOOLS[style]
-
-
-def offer_edit_tools(registry: ToolRegistry, style: EditStyle, model: str) -> None:
-    """Make ``registry`` offer the edit tools ``style`` gives ``model`` (and no other edit tool)."""
+def edit_tools_for(style: EditStyle, model: str) -> list[Tool]:
+    """Fresh instances of the edit tools ``style`` gives ``model``."""
     from anvil.core.tools.edit.edit_tools import edit_tools
     from anvil.core.tools.edit.patch_tool import patch_tools
 
-    wanted = edit_tool_names(style, model)
-    for tool in [*edit_tools(), *patch_tools()]:
-        if tool.name not in wanted:
+    if style == "auto":
+        style = "patch" if writes_patches(model) else "replace"
+    return [*(edit_tools() if style in ("replace", "both") else []),
+            *(patch_tools() if style in ("patch", "both") else [])]
+
+
+def offer_edit_tools(registry: ToolRegistry, style: EditStyle, model: str) -> None:
+    """Make ``registry`` offer the edit tools ``style`` gives ``model``, and none of the other style."""
+    wanted = edit_tools_for(style, model)
+    kept = {tool.name for tool in wanted}
+    for tool in edit_tools_for("both", model):
+        if tool.name not in kept:
             registry.remove(tool.name)
-        elif registry.get(tool.name) is None:
+    for tool in wanted:
+        if registry.get(tool.name) is None:
             registry.add(tool)

@@ -15,7 +15,7 @@ from anvil.core.session.checkpoints import FileCheckpointStore
 from anvil.core.session.undo import UndoManager
 from anvil.core.tools.base import ToolContext, ToolRegistry, ToolResult
 from anvil.core.tools.edit.patch_tool import ApplyPatchArgs, ApplyPatchTool
-from anvil.core.tools.edit.styles import edit_tool_names, offer_edit_tools
+from anvil.core.tools.edit.styles import edit_tools_for, offer_edit_tools
 from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files import changes
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
@@ -270,7 +270,7 @@ async def test_the_approval_preview_is_the_diff_and_nothing_is_written(ctx, proj
     ("ollama/qwen3", ("edit_file", "multi_edit")), ("scripted", ("edit_file", "multi_edit")),
 ])
 def test_auto_offers_apply_patch_to_gpt5_and_codex_models_only(model, expected):
-    assert edit_tool_names("auto", model) == expected
+    assert tuple(tool.name for tool in edit_tools_for("auto", model)) == expected
 
 
 def test_the_setting_overrides_the_model_and_the_registry_follows_it():
