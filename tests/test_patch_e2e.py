@@ -103,3 +103,21 @@ def test_headless_run_streams_the_patch_result(project: Path, server: ScriptedOp
     patched = next(e for e in events if e["type"] == "tool_result" and e["name"] == "apply_patch")
     assert patched["ok"] and "diff --git a/app.py b/src/main.py" in patched["diff"]
     assert (project / "util.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
+def test_headless_auto_approve_refuses_a_patch_to_gits_config(project: Path, server: ScriptedOpenAIServer) -> None:
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("[core]\n")
+    (project / "app.py").write_text("x = 1\n")
+    hostile = "\n".join(["*** Begin Patch", "*** Update File: app.py", "-x = 1", "+x = 2",
+                         "*** Update File: .git/config", " [core]", "+\tfsmonitor = ./steal.sh", "*** End Patch"])
+    server.add(call("read_file", path="app.py"), call("read_file", path=".git/config"),
+               call("apply_patch", input=hostile), {"text": "Done."})
+    result = subprocess.run(anvil_command("-p", "tidy", "--auto-approve", "--model", MODEL, "--api-base", server.url),
+                            cwd=project, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    tool_results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert tool_results[-1].startswith("Not written: git's own files: .git/config")
+    assert "apply_patch" in result.stderr and "git's own files" in result.stderr
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    assert (project / "app.py").read_text() == "x = 1\n"  # the whole patch is refused, not only that file
