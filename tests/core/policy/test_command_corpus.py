@@ -111,8 +111,8 @@ CORPUS: list[tuple[str, str, str]] = [
     ("python -c \"import shutil; shutil.rmtree('/')\"", "ask", ""),  # code in strings is not read
     ("twine upload dist/*", "ask", "publishes a package"),
     ("poetry publish --build", "ask", "publishes a package"),
-    ("FOO=1 BAR=2 pytest -x", "allow", ""),
-    ("PYTHONPATH=src python -m pytest", "allow", ""),
+    ("FOO=1 BAR=2 pytest -x", "ask", "no rule allows: FOO=1 BAR=2 pytest -x"),  # prefixes are part of a rule
+    ("PYTHONPATH=src python -m pytest", "ask", ""),
     ("timeout 60 pytest tests/slow", "allow", ""),
     ("pytest -q 2>&1 | tail -n 30", "allow", ""),
     # --- builds ---------------------------------------------------------------------------------------
