@@ -2,8 +2,9 @@
 
 Two tables, both deliberately small and one-sided:
 
-* :data:`INERT`: variables that only change how a program formats or reports, never what it loads or runs.
-  Rules ignore them, so ``NODE_ENV=test npm test`` is covered by ``npm test *``. Every other prefix is part of
+* :data:`INERT`: variables that only change how a program formats or reports, never what it loads or runs
+  (and a pager or editor set to a plain program, ``GIT_PAGER=cat``). Rules ignore them, so
+  ``NODE_ENV=test npm test`` is covered by ``npm test *``. Every other prefix is part of
   what a rule matches: ``GIT_DIR=x git status`` is not ``git status``. An allow-list, because an unknown
   variable may be read by any program in any way.
 * :func:`code_variable`: variables known to make a program load or run code from somewhere else (a library, a
@@ -90,8 +91,10 @@ def split_assignment(word: str) -> tuple[str, str] | None:
 
 
 def is_inert(assignment: str) -> bool:
+    """Rules may ignore it: a formatting variable, or a pager or editor set to a plain program (``GIT_PAGER=cat``)."""
     parts = split_assignment(assignment)
-    return parts is not None and parts[0] in INERT
+    return parts is not None and (parts[0] in INERT or (parts[0] in _COMMAND_VARS and
+                                                        parts[1].strip() in _PLAIN_COMMANDS))
 
 
 def code_variable(assignment: str) -> str | None:

@@ -32,7 +32,7 @@ from typing import Any
 from anvil.core.policy.shell_build import Builder, Ctx
 from anvil.core.policy.shell_command import ParsedCommand, Redirect
 from anvil.core.policy.shell_fallback import fallback_into
-from anvil.core.policy.shell_lex import _Fail, _Lexer, _Notes, _Tok
+from anvil.core.policy.shell_lex import _ASSIGN, _Fail, _Lexer, _Notes, _Tok
 
 _MAX_SOURCE = 100_000
 
@@ -106,7 +106,7 @@ def _command(node: Any, src: str, b: Builder, ctx: Ctx) -> None:
             redirects.append(_bashlex_redirect(part, src, subs, notes))
         elif part.kind in ("word", "assignment"):
             tok = _word(src[part.pos[0]:part.pos[1]])
-            if part.kind == "assignment" and not argv:
+            if (part.kind == "assignment" or _ASSIGN.match(tok.raw)) and not argv:  # bashlex misses a['k']=v
                 env.append(tok.text)
             else:
                 argv.append(tok)

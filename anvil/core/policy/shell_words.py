@@ -141,6 +141,8 @@ def inline_scripts(words: tuple[str, ...]) -> list[Script]:
         return _shell_command(words)
     if name in ("alias", "trap"):
         return _alias(words) if name == "alias" else _trap(words)
+    if name == "git":
+        return _git_scripts(words)
     options = _CODE_OPTIONS.get(name)
     if options is not None:
         return [(f"{name} {opt}", code, _at(words, i)) for opt, code, i in _option_values(words, options)]
@@ -177,6 +179,20 @@ def _trap(words: tuple[str, ...]) -> list[Script]:
     args = [(i, a) for i, a in enumerate(words) if i and a not in ("--", "-l", "-p", "-P")]
     if len(args) >= 2 and args[0][1] != "-":
         return [("trap", args[0][1], _at(words, args[0][0]))]
+    return []
+
+
+def _git_scripts(words: tuple[str, ...]) -> list[Script]:
+    """Commands git runs through the shell: ``rebase -x CMD``, ``submodule foreach CMD``, ``bisect run CMD``."""
+    for i, w in enumerate(words):
+        rest = words[i + 1:]
+        if w == "rebase":
+            found = _option_values(words, ("-x", "--exec"))
+            return [("git rebase --exec", code, _at(words, k)) for _, code, k in found]
+        if w in ("submodule", "bisect") and rest[:1] == (("foreach",) if w == "submodule" else ("run",)):
+            first = i + 2 + (1 if words[i + 2:i + 3] in (("--recursive",), ("--quiet",)) else 0)
+            if first < len(words):
+                return [(f"git {w} {rest[0]}", " ".join(words[first:]), _at(words, *range(first, len(words))))]
     return []
 
 
