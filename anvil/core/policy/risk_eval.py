@@ -45,6 +45,7 @@ _NAMES: dict[str, tuple[str, str]] = {  # name: (options taking a value, the opt
     "read": ("adinNptu", "a"), "mapfile": ("dnOsuCc", ""), "readarray": ("dnOsuCc", ""),
     "printf": ("v", "v"), "wait": ("p", "p"), "getopts": ("", ""),
 }
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")  # brace expansion: export GIT_DIR{,}=x sets GIT_DIR
 _SUBSCRIPT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[(.*)\]", re.DOTALL)
 _DEFAULT_ASSIGN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(\[[^]]*\])?:?=")
 _BUILTIN_REASONS = {
@@ -93,10 +94,14 @@ def _name_operands(cmd: SimpleCommand) -> tuple[list[str], bool]:
         return names, True
     if name in _DECLARE:
         _, operands = split_options(args)
-        return [re.split(r"\+?=", a, maxsplit=1)[0] for a in operands], True
+        return [re.split(r"\+?=", a, maxsplit=1)[0] for a in operands if "=" in a or cmd.name != "export"], True
     if name in ("test", "[", "[["):
         return [b for a, b in pairwise(args) if a == "-v"], False
     return [], False
+
+
+def _computed_name(word: str) -> bool:
+    return is_dynamic(word) or bool(_BRACES.search(word.split("=", 1)[0]))
 
 
 def _tainted(parsed: ParsedCommand) -> tuple[set[str], bool]:
@@ -111,7 +116,7 @@ def _tainted(parsed: ParsedCommand) -> tuple[set[str], bool]:
                 names.add(parts[0])
         targets, sets = _name_operands(cmd)
         for target in targets if sets else ():
-            everything = everything or is_dynamic(target)
+            everything = everything or _computed_name(target)
             names.add(target.split("[", 1)[0])
         if cmd.name in ("source", ".") or (cmd.name in _DECLARE and any(
                 o.startswith("-") and "n" in o[1:] for o in split_options(cmd.args)[0])):
@@ -161,7 +166,7 @@ def _builtins(cmd: SimpleCommand, index: int) -> list[Hidden]:
     if cmd.name in _DECLARE and any(o.startswith("-") and "n" in o[1:] for o in opts):
         out.append(Hidden(index, "makes a variable a reference to another variable (a nameref)"))
     targets, sets = _name_operands(cmd)
-    if sets and any(is_dynamic(t) for t in targets):
+    if sets and any(_computed_name(t) for t in targets):
         out.append(Hidden(index, f"sets a variable whose name is only known at run time: {_short(cmd.text)}"))
     option, reason = _BUILTIN_REASONS.get(cmd.name, ("", ""))
     if option and any(o == option or o.startswith(option) for o in opts):
@@ -193,6 +198,13 @@ def hidden_code(parsed: ParsedCommand) -> list[Hidden]:
             reason = code_variable(assignment)
             if reason:
                 out.append(Hidden(i, reason, (assignment,)))
+        targets, sets = _name_operands(cmd)
+        for name in targets if sets and cmd.name not in _DECLARE else ():  # read PATH, printf -v LD_PRELOAD
+            if reason := code_variable(f"{name.split('[', 1)[0]}=?"):
+                out.append(Hidden(i, f"{reason}, to a value only known at run time: {_short(cmd.text)}"))
+    for name in parsed.loop_vars:  # for PATH in /tmp/evil; do ...
+        if reason := code_variable(f"{name}=?"):
+            out.append(Hidden(0, f"{reason}, in a loop"))
     return out
 
 
