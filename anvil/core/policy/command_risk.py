@@ -165,7 +165,7 @@ class _Checker:
             for f in _Checker(parsed, Path(self.places.root), Path(self.places.home), Path(self.cwd or "/")).run(
                     ).findings:
                 if f.level == "hard_deny":
-                    self._add("hard_deny", f"hides a command that {f.reason} in a value bash evaluates", index=0)
+                    self._add("hard_deny", f"hides, in a value bash evaluates, a command that {f.reason}", index=0)
 
     def _add(self, level: RiskLevel, reason: str, triggers: tuple[str, ...] = (),
              index: int | None = None, exact: bool = False) -> None:

@@ -39,6 +39,7 @@ class Hidden:
 
 _INTEGER = re.compile(r"-?[0-9]+|0[xX][0-9a-fA-F]+|[0-9]+#[0-9A-Za-z@_]+|\$\(\([^`]*\)\)")
 _DECLARE = frozenset({"declare", "typeset", "local", "export", "readonly"})
+_ATTRIBUTES = frozenset({"declare", "typeset", "local"})  # the ones whose -i and -n set attributes
 _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 #: builtins whose operands (or an option's value) are variable names, with their options that take a value
 _NAMES: dict[str, tuple[str, str]] = {  # name: (options taking a value, the options whose value is a name)
@@ -118,7 +119,7 @@ def _tainted(parsed: ParsedCommand) -> tuple[set[str], bool]:
         for target in targets if sets else ():
             everything = everything or _computed_name(target)
             names.add(target.split("[", 1)[0])
-        if cmd.name in ("source", ".") or (cmd.name in _DECLARE and any(
+        if cmd.name in ("source", ".") or (cmd.name in _ATTRIBUTES and any(
                 o.startswith("-") and "n" in o[1:] for o in split_options(cmd.args)[0])):
             everything = True
     return names, everything
@@ -160,10 +161,10 @@ def _builtins(cmd: SimpleCommand, index: int) -> list[Hidden]:
     """Builtins that change what later commands run, or make a variable evaluate what it is given."""
     out = []
     opts = split_options(cmd.args)[0]
-    if cmd.name in _DECLARE and any(o.startswith("-") and "i" in o[1:] for o in opts):
+    if cmd.name in _ATTRIBUTES and any(o.startswith("-") and "i" in o[1:] for o in opts):
         out.append(Hidden(index, "gives a variable the integer attribute: every value assigned to it is "
                                  "evaluated as arithmetic, which can run commands"))
-    if cmd.name in _DECLARE and any(o.startswith("-") and "n" in o[1:] for o in opts):
+    if cmd.name in _ATTRIBUTES and any(o.startswith("-") and "n" in o[1:] for o in opts):
         out.append(Hidden(index, "makes a variable a reference to another variable (a nameref)"))
     targets, sets = _name_operands(cmd)
     if sets and any(_computed_name(t) for t in targets):

@@ -63,7 +63,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("echo ${a['$(touch /tmp/pwn)']}", "ask", "as arithmetic"),
     ("declare -i n; n='a[$(touch /tmp/pwn)]'", "ask", "integer attribute"),
     ("typeset -i count=0", "ask", "integer attribute"),
-    ("x='a[$(rm -rf ~)]'; (( x ))", "hard", "hides a command that deletes your home directory"),
+    ("x='a[$(rm -rf ~)]'; (( x ))", "hard", "a command that deletes your home directory"),
     # --- indirect and prompt expansions, variables set by name ---------------------------------------------------
     ("x='a[$(touch /tmp/pwn)]'; echo ${!x}", "ask", "${!...}"),
     ("x='$(touch /tmp/pwn)'; echo ${x@P}", "ask", "prompt string"),
