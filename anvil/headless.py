@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from anvil.core.events import (
-    HEADLESS_DENIAL,
     ApprovalRequested,
     AssistantMessage,
     ErrorEvent,
@@ -30,6 +29,7 @@ from anvil.core.events import (
     PlanProposed,
     Retrying,
     TurnEnded,
+    headless_denial,
 )
 from anvil.core.model.errors import ModelError
 from anvil.facade import SessionFacade
@@ -128,7 +128,7 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
     run = _Run()
     async for event in session.submit(prompt):
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
-            event.answer(HEADLESS_DENIAL)
+            event.answer(headless_denial(event.reasons))
         output.event(event)
         match event:
             case PlanProposed(future=None, plan=plan):

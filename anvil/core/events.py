@@ -115,6 +115,14 @@ HEADLESS_DENIAL = ApprovalDecision(False, (
     "--auto-approve or with an allow rule ([permissions] allow = [...] in .anvil/config.toml)."), by="headless")
 
 
+def headless_denial(reasons: tuple[str, ...] = ()) -> ApprovalDecision:
+    """:data:`HEADLESS_DENIAL`, saying why the call needed approval when the policy gave reasons."""
+    if not reasons:
+        return HEADLESS_DENIAL
+    return dataclasses.replace(HEADLESS_DENIAL, message=f"{HEADLESS_DENIAL.message} Why it needs approval: "
+                                                        f"{'; '.join(reasons)}.")
+
+
 @dataclass(frozen=True)
 class ApprovalRequested(Event):
     type: ClassVar[str] = "approval_requested"

@@ -47,7 +47,6 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from anvil.core.events import (
-    HEADLESS_DENIAL,
     ApprovalDecision,
     ApprovalRequested,
     AssistantMessage,
@@ -55,6 +54,7 @@ from anvil.core.events import (
     TextDelta,
     ToolResultEvent,
     TurnEnded,
+    headless_denial,
 )
 from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
@@ -233,7 +233,7 @@ class TaskTool(Tool):
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
         """Put a child's approval request before the person, or deny it when nobody can answer."""
         if ctx.ask is None:
-            event.answer(HEADLESS_DENIAL)
+            event.answer(headless_denial(event.reasons))
             return
         shown = dataclasses.replace(event, title=f"Sub-agent ({description}): {event.title}")
         try:
