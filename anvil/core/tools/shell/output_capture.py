@@ -8,9 +8,13 @@ and streams the full text to a log file so nothing is lost.
 from __future__ import annotations
 
 import codecs
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from anvil.core.private_files import open_private, private_dir
 
 _ANSI = re.compile(
     r"""
@@ -120,7 +124,7 @@ class HeadTail:
 class OutputCollector:
     """Receives a process's raw bytes: decodes, cleans, logs everything, keeps head + tail."""
 
-    def __init__(self, budget: int, log_path: Path | None) -> None:
+    def __init__(self, budget: int, log_path: Path | None, mask: Callable[[str], str] = str) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # an unfinished line: cleaned only once complete, so \r rewrites resolve
         self._budget = budget
@@ -129,10 +133,11 @@ class OutputCollector:
         self.log_path = log_path
         self.log_error: str | None = None
         self._log: IO[str] | None = None
+        self._mask = mask  # known secrets never reach the log file; the model's copy is the loop's business
         if log_path is not None:
             try:
-                log_path.parent.mkdir(parents=True, exist_ok=True)
-                self._log = log_path.open("w", encoding="utf-8")
+                private_dir(log_path.parent)
+                self._log = os.fdopen(open_private(log_path, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8")
             except OSError as exc:
                 self.log_path, self.log_error = None, f"{log_path}: {exc.strerror or exc}"
 
@@ -170,7 +175,7 @@ class OutputCollector:
         self.unread.add(text)
         if self._log is not None:
             try:
-                self._log.write(text)
+                self._log.write(self._mask(text))
                 self._log.flush()  # the model may read the log of a running job
             except OSError as exc:
                 self.log_error = f"{self.log_path}: {exc.strerror or exc}"

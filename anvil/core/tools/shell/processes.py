@@ -196,7 +196,7 @@ class ShellSession:
         # bash's errors quote the command alone; all on line 1 so they carry the command's line numbers.
         script = (f"__anvil_pwd() {{ pwd -P > {shlex.quote(pwd_name)} 2>/dev/null; }}; trap __anvil_pwd EXIT; "
                   "__anvil_command=$1; shift; eval \"$__anvil_command\"")
-        collector = OutputCollector(self.ctx.settings.output_budget, self.new_log_path(command))
+        collector = OutputCollector(self.ctx.settings.output_budget, self.new_log_path(command), self.ctx.secrets.mask)
         started = time.monotonic()
         try:
             exit_code, timed_out, stragglers = await self._execute((script, "bash", command), run_dir,
@@ -263,7 +263,7 @@ class ShellSession:
         job_id = f"bg{len(self.jobs) + 1}"
         if not self.cwd.is_dir():
             self.cwd = self.ctx.root
-        collector = OutputCollector(self.ctx.settings.output_budget, self.new_log_path(job_id))
+        collector = OutputCollector(self.ctx.settings.output_budget, self.new_log_path(job_id), self.ctx.secrets.mask)
         transport, protocol = await _spawn_or_explain((command,), self.cwd, collector)
         job = BackgroundJob(job_id, command, self.cwd, transport.get_pid(), transport, protocol, collector)
         job.watcher = asyncio.create_task(self._watch(job))
