@@ -102,7 +102,11 @@ class Runtime:
             await self.agent.ctx.close()
         finally:
             self.session.close()
-            for message in self.session.trouble.take():  # records a full disk kept from the file to the end
+            told = self.session.trouble.take()  # what a full disk kept from the files to the end
+            if self.undo is not None:
+                self.undo.store.close()
+                told += self.undo.store.take_notices()
+            for message in told:
                 self.notify(message)
 
 

@@ -52,8 +52,9 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def test_writing_a_300_character_file_name_ends_the_turn_and_the_session_resumes(
         project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Python 3.13's Path.exists says False for a name too long (3.11 raises): write_file then checkpoints the path
-    # and its write fails with a friendly error, and the turn's end hashed the path: ENAMETOOLONG, traceback.
+    # Where the existence check says False for a name too long (as os.path.exists does; Path.exists raises here),
+    # write_file checkpoints the path, its write fails with a friendly error, and the turn's end hashed the path:
+    # ENAMETOOLONG, a traceback, exit 1, and the same at every `anvil -c`.
     monkeypatch.setattr(Path, "exists", lambda self, **kw: os.path.exists(self))
     code, events, _ = headless(project, [call("write_file", path=LONG_NAME, content="x\n"), {"text": "done"}])
     assert code == 0

@@ -136,6 +136,7 @@ class FileCheckpointStore:
     # -- writing (the tools and the loop) --------------------------------------------------------------
 
     def begin_turn(self, turn: int) -> None:
+        self._write_held()  # what a full disk held back, now that there may be room
         self.finish_pending()
         self.turn = turn
 
@@ -162,6 +163,7 @@ class FileCheckpointStore:
         turn = self.turn if turn is None else turn
         entries = self.index(turn)
         if not entries:
+            self._write_held()
             return
         meta = self.meta(turn)
         meta.update(turn=turn, finished=time.time(),
@@ -188,6 +190,14 @@ class FileCheckpointStore:
 
     def take_notices(self) -> list[str]:
         return self.trouble.take()
+
+    def close(self) -> None:
+        """The session ends: a last try at writing what a full disk held back, and a word on what is lost."""
+        self._write_held()
+        if self._held_index or self._held_meta or self._held_blobs:
+            turns = sorted({*self._held_index, *self._held_meta, *(turn for turn, _ in self._held_blobs)})
+            self.trouble.lost(f"The checkpoints of turn(s) {', '.join(map(str, turns))} could not be written to "
+                              f"{self.base}; after this session those changes cannot be undone.")
 
     def for_subagent(self) -> CheckpointStore:
         return SubagentCheckpoints(self)

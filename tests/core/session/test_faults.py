@@ -139,8 +139,8 @@ def test_checkpoints_on_a_full_disk_keep_undo_working_from_memory(tmp_path: Path
     disk.full = False
     store.begin_turn(2)
     store.record(edited, b"original\n")
-    assert store.take_notices() == ["Writing the checkpoints under " + str(store.base) + " works again "
-                                    "(5 held in memory are saved now)."]
+    told = store.take_notices()
+    assert len(told) == 1 and told[0].startswith(f"Writing the checkpoints under {store.base} works again (")
     fresh = FileCheckpointStore(store.base)
     assert fresh.original(1, edited) == (True, b"original\n") and fresh.meta(1)["undone"]
 
@@ -200,3 +200,23 @@ def test_restoring_never_leaves_a_readable_copy_behind(tmp_path: Path, monkeypat
     restore_file(target, b"SECRET_KEY=abcdefgh\n", 0o600)
     assert modes and all(m & 0o077 == 0 for m in modes)
     assert mode(target) == 0o600
+
+
+def test_checkpoints_held_by_a_full_disk_are_written_at_the_next_turn_or_said_lost_at_close(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    disk = FullDisk(tmp_path / "data", monkeypatch)
+    store = FileCheckpointStore(tmp_path / "data" / "cp")
+    disk.full = True
+    store.begin_turn(1)
+    store.record(root / "a.txt", None)
+    store.finish_turn()
+    disk.full = False
+    store.begin_turn(2)  # a turn that changes nothing still writes what was held
+    assert FileCheckpointStore(store.base).index(1)[0]["path"] == str(root / "a.txt")
+    disk.full = True
+    store.record(root / "b.txt", None)
+    store.close()
+    told = store.take_notices()
+    assert told[-1].startswith("The checkpoints of turn(s) 2 could not be written")
