@@ -16,7 +16,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -31,6 +31,7 @@ from anvil.core.events import (
     Retrying,
     TurnEnded,
 )
+from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
 from anvil.facade import SessionFacade
 from anvil.frontend.lines import describe
@@ -58,8 +59,10 @@ class _Output:
     """stdout gets the answer, one result or every event; stderr gets what the person should know. Known secret
     values are masked in all of it: this output usually ends up in a CI log."""
 
-    def __init__(self, output_format: str, out: TextIO, err: TextIO, mask: Callable[[str], str] = str) -> None:
-        self.format, self.out, self.err, self.mask = output_format, out, err, mask
+    def __init__(self, output_format: str, out: TextIO, err: TextIO, masker: SecretMasker | None = None) -> None:
+        self.format, self.out, self.err = output_format, out, err
+        self.masker = masker or SecretMasker()
+        self.mask = self.masker.mask
 
     def notice(self, message: str) -> None:
         if self.format == "stream-json":
@@ -93,13 +96,13 @@ class _Output:
         return EXIT_CODES.get(ended.reason, EXIT_ERROR)
 
     def _json(self, data: dict[str, Any]) -> None:
-        self.out.write(self.mask(json.dumps(data, ensure_ascii=False)) + "\n")
+        self.out.write(self.masker.mask_json(json.dumps(data, ensure_ascii=False)) + "\n")
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None) -> int:
     session = SessionFacade(runtime)
-    output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets.mask)
+    output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
     session.on_notice(output.notice)
     for warning in session.warnings:
         output.notice(warning)

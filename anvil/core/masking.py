@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 #: environment variable names whose values are treated as secrets: *_KEY, *_TOKEN, *_SECRET, *PASSWORD*
 SECRET_NAME = re.compile(r"(?:_KEY|_TOKEN|_SECRET)$|PASSWORD", re.IGNORECASE)
@@ -68,3 +69,20 @@ class SecretMasker:
             forms = sorted(self._names, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(form) for form in forms))
         return self._pattern.sub(lambda match: f"[masked {self._names[match.group(0)]}]", text)
+
+    def mask_json(self, line: str) -> str:
+        """A line of JSON with the secrets masked inside its strings. The text is only scanned (the common case:
+        no secret in it); a line that holds one is decoded and masked string by string, so a secret that looks
+        like JSON syntax can never change the line's structure."""
+        if self.mask(line) == line:
+            return line
+        return json.dumps(self._mask_values(json.loads(line)), ensure_ascii=False)
+
+    def _mask_values(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, list):
+            return [self._mask_values(item) for item in value]
+        if isinstance(value, dict):
+            return {self.mask(str(key)): self._mask_values(item) for key, item in value.items()}
+        return value

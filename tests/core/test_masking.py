@@ -33,3 +33,10 @@ def test_a_secret_that_contains_another_is_masked_whole() -> None:
     masker = SecretMasker({"INNER_TOKEN": "abcdefgh", "OUTER_TOKEN": "xx-abcdefgh-yy"})
     assert masker.mask("xx-abcdefgh-yy and abcdefgh") == "[masked OUTER_TOKEN] and [masked INNER_TOKEN]"
     assert not SecretMasker() and SecretMasker().mask("anything") == "anything"
+
+
+def test_a_secret_that_looks_like_json_syntax_never_changes_the_structure() -> None:
+    masker = SecretMasker({"ODD_TOKEN": '", "b": "'})  # matches the text between two fields of the line
+    line = json.dumps({"a": "x", "b": 'plain", "b": "end'})
+    assert json.loads(masker.mask_json(line)) == {"a": "x", "b": "plain[masked ODD_TOKEN]end"}
+    assert masker.mask_json('{"a": "nothing secret"}') == '{"a": "nothing secret"}'

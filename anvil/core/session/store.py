@@ -92,7 +92,7 @@ class Session:
         return len(self._pending)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = self.masker.mask(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
+        line = self.masker.mask_json(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
         self._pending.append(line.encode("utf-8", "surrogateescape"))
         self._write_pending()  # the record reaches the OS now: a crash of anvil cannot lose it
 
@@ -144,11 +144,12 @@ class Session:
             self._fd = None
 
     def load(self) -> SessionState:
-        """The session's state: the file, and the records still held in memory after it."""
-        self._write_pending()
-        missing = self._pending and not self.path.exists()  # not even the first line could be written
+        """The session's state: the file, and the records still held in memory after it. Only reads (it may run
+        in a worker thread while the loop appends)."""
+        held = list(self._pending)
+        missing = held and not self.path.exists()  # not even the first line could be written
         state = SessionState(meta={}) if missing else read_session(self.path)
-        for line in self._pending:
+        for line in held:
             with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
                 _apply(state, json.loads(line))
         return state
