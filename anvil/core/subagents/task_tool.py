@@ -174,7 +174,8 @@ class TaskTool(Tool):
         shared = {key: ctx.state[key] for key in ("policy",) if key in ctx.state}
         shared["file_change_locks"] = ctx.state.setdefault("file_change_locks", {})
         child_ctx = ToolContext(root=ctx.root, data_dir=ctx.data_dir, session_id=f"{ctx.session_id}.sub{self._runs}",
-                                settings=ctx.settings, checkpoints=ctx.checkpoints, ask=ctx.ask, state=shared,
+                                settings=ctx.settings, checkpoints=ctx.checkpoints.for_subagent(), ask=ctx.ask,
+                                state=shared, secrets=ctx.secrets,
                                 sandbox=ctx.sandbox)  # a sub-agent's commands are the model's too
         child = Agent(self.model, select_tools(self.parent_tools, agent_type), child_ctx,
                       system_prompt=PREAMBLE.format(root=ctx.root) + agent_type.system_prompt, policy=self.policy,

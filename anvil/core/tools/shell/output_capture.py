@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from anvil.core.tools.shell.command_log import CappedLog
@@ -121,7 +122,7 @@ class HeadTail:
 class OutputCollector:
     """Receives a process's raw bytes: decodes, cleans, logs everything (to a capped log), keeps head + tail."""
 
-    def __init__(self, budget: int, log: CappedLog | None) -> None:
+    def __init__(self, budget: int, log: CappedLog | None, mask: Callable[[str], str] = str) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # an unfinished line: cleaned only once complete, so \r rewrites resolve
         self._budget = budget
@@ -137,6 +138,7 @@ class OutputCollector:
     @property
     def log_error(self) -> str | None:
         return self.log.error if self.log is not None else None
+        self._mask = mask  # known secrets never reach the log file; the model's copy is the loop's business
 
     def feed(self, data: bytes) -> None:
         text = self._pending + self._decoder.decode(data)
@@ -170,4 +172,4 @@ class OutputCollector:
         self.whole.add(text)
         self.unread.add(text)
         if self.log is not None:
-            self.log.write(text)
+            self.log.write(self._mask(text))
