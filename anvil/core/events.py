@@ -140,6 +140,8 @@ class ApprovalRequested(Event):
     cwd: str | None = None
     #: where "always allow" saves the rule, by scope ("project", "user"); session rules stay in memory
     rule_files: dict[str, str] = field(default_factory=dict)
+    #: why "always allow" is not offered, when the reason is not simply that no rule fits the call
+    no_rule_reason: str = ""
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )

@@ -178,6 +178,7 @@ class ToolCaller:
                                 command=tool.command(outcome.prepared.args),
                                 cwd=str(verdict.cwd) if verdict.cwd else None,
                                 rule_files={scope: str(path) for scope, path in self.policy.files.items()},
+                                no_rule_reason=verdict.no_rule_reason,
                                 future=future)
         self._notify(f"anvil needs your approval: {outcome.phase}")
         try:
