@@ -100,6 +100,12 @@ class Settings(BaseModel):
     """Model calls a sub-agent may make before it reports back."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers (``[mcp_servers.github]``: command + args for stdio, or url for streamable HTTP)."""
+    mask_secrets_for_model: bool = False
+    """Mask known secret values in what the model reads too. They are always masked in what anvil writes
+    (sessions, command logs, stream-json)."""
+    checkpoint_retention_days: float = Field(30, ge=0)
+    """Days after its last activity that a session's checkpoints (the copies undo restores) are removed, when
+    anvil starts; 0 keeps them forever."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """The OS sandbox for commands: ``mode``, ``network``, ``writable``, ``writable_caches``."""
     commands: CommandsConfig = Field(default_factory=CommandsConfig)

@@ -58,6 +58,11 @@ class SessionFacade:
         return self._runtime.root
 
     @property
+    def data_dir(self) -> Path:
+        """anvil's data directory (the error log front ends write to is there)."""
+        return self._runtime.store.data_dir
+
+    @property
     def settings(self) -> Settings:
         return self._runtime.settings
 

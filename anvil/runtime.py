@@ -26,16 +26,19 @@ from anvil.config import (
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
 from anvil.core.loop.agent import Agent
+from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.client import McpManager
 from anvil.core.model.errors import RetryPolicy
 from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.model.protocol import Model
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.private_files import tighten_tree
 from anvil.core.prompts import build_system_prompt
 from anvil.core.sandbox.places import Places, SandboxSettings
 from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import FileCheckpointStore
+from anvil.core.session.retention import expire_checkpoints
 from anvil.core.session.store import Session, SessionState, SessionStore, repair_history
 from anvil.core.session.undo import UndoManager
 from anvil.core.subagents.agent_types import AgentType, load_agent_types
@@ -63,6 +66,8 @@ class Runtime:
     undo: UndoManager | None = None
     #: what happens in the background (an MCP server failing) is told to the person through this
     notify: Callable[[str], Any] = field(default=lambda message: None)
+    #: the secret values masked in what anvil writes (headless output among it)
+    secrets: SecretMasker = field(default_factory=SecretMasker)
     _closed: bool = False
 
     async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
@@ -74,6 +79,8 @@ class Runtime:
         """
         # Partial files a killed anvil left in this project (its temporary files for atomic writes).
         notices: list[str] = await asyncio.to_thread(clean_leftovers, self.agent.ctx.data_dir, self.root)
+        await asyncio.to_thread(expire_checkpoints, self.store.data_dir, self.settings.checkpoint_retention_days,
+                                keep={self.session.id})
         if self.hooks is not None:
             started = await self.hooks.session_start("resume" if self.resumed else "startup")
             notices += started.notices
@@ -112,6 +119,12 @@ class Runtime:
             await self.agent.ctx.close()
         finally:
             self.session.close()
+            told = self.session.trouble.take()  # what a full disk kept from the files to the end
+            if self.undo is not None:
+                self.undo.store.close()
+                told += self.undo.store.take_notices()
+            for message in told:
+                self.notify(message)
 
 
 def build_model(settings: Settings) -> Model:
@@ -150,7 +163,9 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                  model: Model | None = None, interactive: bool = True) -> Runtime:
     """Raises SessionError / ModelError with a message for the person when something is wrong."""
     root = root.resolve()
-    store = SessionStore(data_dir(), root)
+    tighten_tree(data_dir())  # 0700/0600, also for what an older anvil wrote; cheap after the first start
+    masker = secret_masker(settings)
+    store = SessionStore(data_dir(), root, masker)
     warnings: list[str] = []
     state: SessionState | None = None
     session: Session | None = None
@@ -172,8 +187,9 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if notice := sandbox.status.notice():
         warnings.append(notice)
     ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,
-                      checkpoints=checkpoints, sandbox=sandbox)
+                      checkpoints=checkpoints, sandbox=sandbox, secrets=masker)
     ctx.cleanups.append(sandbox.close)  # first in, last out: background commands stop before its temp dir goes
+    warnings.extend(session.trouble.take())  # the session file could not even be started (a full disk)
     system_prompt, memory = build_system_prompt(root, user_config_dir())
     if memory.truncated:
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")
@@ -194,14 +210,14 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
-                  interactive=interactive)
+                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model)
     agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
                        max_iterations=settings.subagent_max_iterations,
                        compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage)))
     runtime = Runtime(settings, root, agent, session, store, warnings, state, hooks,
-                      undo=UndoManager(checkpoints, root))
+                      undo=UndoManager(checkpoints, root), secrets=masker)
     if settings.mcp_servers:
         runtime.mcp = McpManager(settings.mcp_servers, root, log_dir=data_dir() / "mcp",
                                  on_message=lambda message: runtime.notify(message),
@@ -238,6 +254,21 @@ def _agent_types(settings: Settings, root: Path, trusted: bool) -> tuple[dict[st
         types.update({name: agent for name, agent in project.items() if agent.source != "built-in" and agent.read_only})
         warnings += more
     return types, warnings
+
+
+def secret_masker(settings: Settings, environ: dict[str, str] | None = None) -> SecretMasker:
+    """The secrets anvil knows: environment variables named like secrets (provider keys among them) and the keys
+    in its settings (web search, MCP server environments and headers)."""
+    masker = SecretMasker(secrets_from_environment(os.environ if environ is None else environ))
+    masker.extend([("web.brave_api_key", settings.web.brave_api_key),
+                   ("web.tavily_api_key", settings.web.tavily_api_key)])
+    for name, server in settings.mcp_servers.items():
+        masker.extend((f"mcp_servers.{name}.env.{key}", value) for key, value in server.env.items()
+                      if is_secret_name(key))
+        masker.extend((f"mcp_servers.{name}.headers.{key}", value.split()[-1]) for key, value in server.headers.items()
+                      if value.split() and (key.lower() in {"authorization", "x-api-key", "api-key"}
+                                            or is_secret_name(key)))
+    return masker
 
 
 def _any_hooks(settings: Settings) -> bool:

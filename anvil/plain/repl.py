@@ -47,9 +47,11 @@ from anvil.core.events import (
     ToolResultEvent,
     UsageReport,
 )
+from anvil.core.loop.failure import report
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.facade import SessionFacade
 from anvil.frontend.commands import COMMANDS
+from anvil.frontend.guard import guarded, show_each
 from anvil.frontend.lines import answered_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
 from anvil.plain.commands import run_slash, show_session
@@ -161,10 +163,9 @@ class PlainRepl:
                 line = text.strip()
                 if not line:
                     continue
-                if is_command(line):
-                    await run_slash(self, line)
-                else:
-                    await self.send(line)
+                work = run_slash(self, line) if is_command(line) else self.send(line)
+                await guarded(work, "That command" if is_command(line) else "Sending that", self._error,
+                              self.session.data_dir)
         finally:
             preflight.cancel()
             await self.session.close()
@@ -209,8 +210,8 @@ class PlainRepl:
             loop.add_signal_handler(signal.SIGINT, self.interrupt)
         try:
             await asyncio.create_task(self._consume(events))
-        except Exception as exc:  # an engine bug ends the turn, never the REPL (the session keeps the history)
-            self.say(f"✗ The turn failed: {type(exc).__name__}: {exc}", "class:error")
+        except Exception as exc:  # the stream itself broke, never the REPL (the session keeps the history)
+            self._error(report(self.session.data_dir, "The turn", exc))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGINT)
@@ -219,8 +220,11 @@ class PlainRepl:
             self.end_line()
 
     async def _consume(self, events: AsyncIterator[Event]) -> None:
-        async for event in events:
-            await self.show(event)
+        # An event that fails to show is one error line; the turn goes on (anvil/frontend/guard.py).
+        await show_each(events, self.show, self._error, self.session.data_dir)
+
+    def _error(self, line: str) -> None:
+        self.say(f"✗ {line}", "class:error")
 
     def interrupt(self) -> None:
         if self.busy:

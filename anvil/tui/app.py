@@ -309,11 +309,14 @@ class AnvilApp(App[int]):
         """Render every event of a turn (or a compaction); never lets an exception reach Textual."""
         self.busy = True
         self.status.update_state(busy=True, phase="Thinking…")
-        try:
-            async for event in stream:
-                await self.renderer.dispatch(event)
-        except Exception as exc:
-            self.transcript.add_line("error", f"Internal error: {type(exc).__name__}: {exc}")
+        from anvil.core.loop.failure import report  # after the first paint: the engine is loaded by now
+        from anvil.frontend.guard import show_each
+
+        data_dir = self.session.data_dir if self.session is not None else None
+        try:  # an event that fails to show is one error line; the turn goes on (anvil/frontend/guard.py)
+            await show_each(stream, self.renderer.dispatch, partial(self.add_line, "error"), data_dir)
+        except Exception as exc:  # the stream itself broke (the engine ends its turns cleanly: a bug before it)
+            self.add_line("error", report(data_dir, "The turn", exc))
         finally:
             await self.renderer.end_assistant()
             self.busy = False
@@ -391,8 +394,12 @@ class AnvilApp(App[int]):
 
     async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
+        from anvil.frontend.guard import guarded
+
         session.on_notice(lambda message: self.add_line("notice", message))
-        for notice in await warmup.start_session(session, self.warm_up):
+        notices = await guarded(warmup.start_session(session, self.warm_up), "Starting the session",
+                                partial(self.add_line, "error"), session.data_dir)
+        for notice in notices or []:
             self.add_line("notice", notice)
 
     async def _close_and_exit(self) -> None:

@@ -128,7 +128,7 @@ async def test_always_without_a_pattern_says_so(make_repl: Any) -> None:
     event = ApprovalRequested("c1", "kill_command", {"id": "job1"}, "Stopping job1", suggested_pattern=None)
     answer = asyncio.create_task(repl.repl.answer_request(event))
     await repl.wait("Approve kill_command?")
-    await repl.send("a", then="'Always' is not available")
+    await repl.send("a", then="Always allow is not offered: no safe rule can be made from this call")
     await repl.send("y")
     assert await asyncio.wait_for(answer, 5) == ApprovalDecision(True)
     repl.repl.keys.stop()

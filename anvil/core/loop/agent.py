@@ -37,6 +37,7 @@ from anvil.core.events import (
     UsageReport,
 )
 from anvil.core.hooks.runner import HookRunner, append_context
+from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import History
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
@@ -64,7 +65,7 @@ class Agent:
                  max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
                  compact_threshold: float | bool = 0.85, verify: list[str] | None = None,
                  verify_retries: int = 5, verify_timeout: float = 600.0, hooks: HookRunner | None = None,
-                 interactive: bool = True) -> None:
+                 interactive: bool = True, mask_secrets_for_model: bool = False) -> None:
         self.model = model
         self.tools = tools
         self.ctx = ctx
@@ -88,6 +89,8 @@ class Agent:
         self._interrupt = Interrupter()
         self._steering: list[str] = []
         self.hooks = hooks
+        #: known secrets are always masked in what anvil writes; with this, in what the model reads too
+        self.mask_secrets_for_model = mask_secrets_for_model
         self.caller = ToolCaller(tools, ctx, self.policy, self._interrupt, self.history.record, hooks)
         if interactive:  # tools may ask the person (ask_user, plan approval); headless leaves ctx.ask None
             ctx.ask = self.caller.ask
@@ -146,8 +149,24 @@ class Agent:
             self.session.sync()
 
     async def run_turn(self, text: str) -> AsyncIterator[Event]:
+        """One turn's events, always ending with ``turn_ended``: a bug anywhere in it (a tool's preview, a hook,
+        the policy) becomes an ``error`` event with one line, and the session stays valid to resume."""
         self._interrupt.clear()
         turn = TurnState(text)
+        try:
+            async for event in self._turn(turn):
+                yield event
+                for notice in self.history.storage_notices(self.ctx.checkpoints):
+                    yield notice
+        except Exception as exc:  # the turn's boundary: nothing may escape to the front end
+            for event in end_broken_turn(self.history, self.ctx, turn, exc):
+                yield event
+        if self.session is not None:
+            self.session.sync()
+        for notice in self.history.storage_notices(self.ctx.checkpoints):
+            yield notice
+
+    async def _turn(self, turn: TurnState) -> AsyncIterator[Event]:
         async for event in self._submit(turn):
             yield event
         if turn.over:  # a hook refused the prompt: nothing reaches the model or the history
@@ -168,8 +187,6 @@ class Agent:
         async for event in self._final_check(turn):
             yield event
         yield self._finish(turn)
-        if self.session is not None:
-            self.session.sync()
 
     # -- the steps of a turn -------------------------------------------------------------------------
 
@@ -287,6 +304,8 @@ class Agent:
         async for event in self.caller.run(outcome, lambda prepared: self.stages.stage(prepared, self.ctx.root)):
             yield event
         result = outcome.result
+        if self.mask_secrets_for_model:
+            result.output = self.ctx.secrets.mask(result.output)
         self.history.add_tool_result(call, result.output)
         yield self.history.record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
                                            ("ok" if result.ok else "error"), result.output, result.diff,

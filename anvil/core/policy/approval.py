@@ -264,6 +264,7 @@ class ApprovalPolicy:
         if ctx.ask is None:
             return Verdict("deny", by="sandbox", reasons=(why,), cwd=verdict.cwd, message=UNSANDBOXED_HEADLESS)
         return Verdict("ask", by="sandbox", reasons=(why, *verdict.reasons), cwd=verdict.cwd, person_only=True,
+                       no_rule_reason="running a command outside the sandbox is asked every time",
                        message="Not run: running a command outside the sandbox needs the person's approval.")
 
     def _evaluate_tool(self, tool: Tool, args: Any) -> Verdict:

@@ -28,3 +28,5 @@ class Verdict:
     #: for "ask": only the person may answer (a protected path, a command leaving the sandbox); a hook's
     #: "approve" does not stand in for them
     person_only: bool = False
+    #: why "always allow" is not offered for this call, when the reason is not simply that no rule fits it
+    no_rule_reason: str = ""

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
+from anvil.core.masking import SecretMasker
 from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
 from anvil.core.tools.paths import default_user_config_dir, resolve_path
@@ -97,6 +98,8 @@ class ToolContext:
     session_id: str = "session"
     settings: ToolSettings = field(default_factory=ToolSettings)
     checkpoints: CheckpointStore = field(default_factory=NullCheckpointStore)
+    #: known secret values, masked in what anvil writes (command logs, the session)
+    secrets: SecretMasker = field(default_factory=SecretMasker)
     emit: Callable[[Event], None] = lambda event: None
     #: Show a request event (QuestionAsked, PlanProposed) to the person and wait for its answer.
     #: None when nobody can answer (headless): tools then tell the model to decide for itself.

@@ -53,6 +53,7 @@ def test_outside_the_sandbox_asks_even_in_auto_mode_with_an_allow_rule(tmp_path:
     verdict = policy.evaluate(RUN, outside_call(), context(tmp_path))
     assert verdict.action == "ask" and verdict.person_only and verdict.suggested_pattern is None
     assert verdict.reasons[0] == "runs outside the sandbox: it writes /etc/motd, which the sandbox keeps read-only"
+    assert verdict.no_rule_reason == "running a command outside the sandbox is asked every time"
 
 
 def test_headless_refuses_it_with_what_the_person_can_configure(tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+from anvil.core.private_files import open_private, private_dir
+
 _MB = 1024 * 1024
 #: The line between head and tail once something was cut; fixed width so it can be rewritten in place.
 _MARKER = "\n[… {cut:>15,} bytes cut from the middle of this log by anvil: a log keeps {cap} MB, its start and end …]\n"
@@ -43,8 +45,8 @@ class CappedLog:
         self._head_end: int | None = None  # where the head stops, once it is full
         self._file: BinaryIO | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            private_dir(path.parent)
+            fd = open_private(path, os.O_RDWR | os.O_TRUNC)
             self._file = os.fdopen(fd, "r+b")
         except OSError as exc:
             self._fail(exc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from anvil.core.tools.shell.command_log import CappedLog
@@ -121,13 +122,14 @@ class HeadTail:
 class OutputCollector:
     """Receives a process's raw bytes: decodes, cleans, logs everything (to a capped log), keeps head + tail."""
 
-    def __init__(self, budget: int, log: CappedLog | None) -> None:
+    def __init__(self, budget: int, log: CappedLog | None, mask: Callable[[str], str] = str) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # an unfinished line: cleaned only once complete, so \r rewrites resolve
         self._budget = budget
         self.whole = HeadTail(budget)
         self.unread = HeadTail(budget)
         self.log = log
+        self._mask = mask  # known secrets never reach the log file; the model's copy is the loop's business
 
     @property
     def log_path(self) -> Path | None:
@@ -170,4 +172,4 @@ class OutputCollector:
         self.whole.add(text)
         self.unread.add(text)
         if self.log is not None:
-            self.log.write(text)
+            self.log.write(self._mask(text))

@@ -81,7 +81,7 @@ class ShellSession(BackgroundJobs):
     def _collector(self, label: str) -> OutputCollector:
         log = CappedLog(self.logs.new_path(label), self.ctx.settings.log_cap or _UNLIMITED)
         self.logs.active.add(log.path)
-        return OutputCollector(self.ctx.settings.output_budget, log)
+        return OutputCollector(self.ctx.settings.output_budget, log, self.ctx.secrets.mask)
 
     def _inside(self, path: Path) -> bool:
         try:
