@@ -136,7 +136,7 @@ async def bench_edit(root: Path, size: int, reps: int) -> None:
     _row("edit_file, no match (closest region search)", await _time_async(failing, max(3, reps // 2)),
          reference, EDIT_BUDGET_MS)
     path.write_text(source)
-    ctx.record_read(path)
+    ctx.record_read(path, path.stat(), hashlib.sha256(path.read_bytes()).hexdigest())
     _row("apply_patch, 3 hunks", await _time_async(_patcher(source, line_count, ctx), reps), reference,
          EDIT_BUDGET_MS)
 
