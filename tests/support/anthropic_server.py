@@ -18,18 +18,23 @@ Thinking is streamed only when the request turned it on, as the API does. A repl
 the cache fields), ``ping``, for each block ``content_block_start``, its deltas (``thinking_delta`` then
 ``signature_delta``, ``text_delta``, ``input_json_delta``) and ``content_block_stop``, then ``message_delta``
 (stop reason and cumulative usage) and ``message_stop``.
+
+It also runs as a script for trying anvil by hand and for terminal tests (``python -m
+tests.support.anthropic_server script.json`` from the repository root), printing its URL on the first line.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from tests.support.anthropic_rules import CacheReport, InvalidRequest, PromptCache, sign, thinking_enabled, validate
@@ -247,3 +252,14 @@ def _block_events(index: int, block: dict[str, Any], budget: _Budget, chunk: int
                                       "delta": {"type": "signature_delta", "signature": sign(text)}}
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
     time.sleep(0)  # let other threads (the client reading) run between blocks
+
+
+def main() -> None:
+    turns = json.loads(Path(sys.argv[1]).read_text()) if len(sys.argv) > 1 else []
+    server = ScriptedAnthropicServer(turns)
+    print(server.url, flush=True)
+    server._httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
