@@ -22,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anvil",
         description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
-                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions.",
+                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
+                    "`anvil trust` trusts this folder's .anvil/ settings.",
         epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
                "these flags, in increasing priority.",
     )
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "per line (stream-json)")
     parser.add_argument("--auto-approve", action="store_true", default=None,
                         help="run every tool without asking, except the hard-deny list (trusted repos only)")
+    parser.add_argument("--trust", action="store_true",
+                        help="apply this folder's .anvil/ settings that run commands or send data (hooks, MCP "
+                             "servers, api_base, allow rules, ...) for this run, without asking")
     parser.add_argument("--max-iterations", type=int, metavar="N", help="model calls allowed per turn "
                         "(default 50)")
     parser.add_argument("--mode", choices=["ask", "accept_edits", "auto", "plan"],
@@ -63,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args_list[:1] == ["sessions"]:
         return _sessions(args_list[1:])
+    if args_list[:1] == ["trust"]:
+        from anvil.frontend.trust import trust_command
+
+        return trust_command(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
     if args.version:
@@ -83,12 +91,17 @@ def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.repl import launch
 
-    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest)
+    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest, trust=_trust(args))
 
 
 def _flags(args: Any) -> dict[str, Any]:
     return {"model": args.model, "api_base": args.api_base, "auto_approve": args.auto_approve,
             "max_iterations": args.max_iterations, "mode": args.mode}
+
+
+def _trust(args: Any) -> bool | None:
+    """``--trust`` applies the project's risky settings; without it, what the person trusted before decides."""
+    return True if args.trust else None
 
 
 def _read_prompt(value: str) -> str | None:
@@ -112,7 +125,7 @@ def _headless(args: Any) -> int:
         print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
         return EXIT_USAGE
     try:
-        settings = load_settings(Path.cwd(), _flags(args))
+        settings = load_settings(Path.cwd(), _flags(args), trust=_trust(args))
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
@@ -161,7 +174,7 @@ def _tui(args: Any) -> int:
     from anvil.tui.app import AnvilApp
 
     app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
-                   theme=args.theme, demo_prompt=demo_prompt)
+                   theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args))
     try:
         code = app.run()
     finally:
@@ -173,20 +186,29 @@ def _tui(args: Any) -> int:
 
 
 def _sessions(argv: list[str]) -> int:
+    import argparse
     import time
     from pathlib import Path
 
     from anvil.config import data_dir
     from anvil.core.session.store import SessionStore
 
-    if argv and argv[0] in {"-h", "--help"}:
-        print("usage: anvil sessions\n\nList this directory's sessions, newest first; resume one with "
-              "`anvil --resume ID` or the newest with `anvil --continue`.")
-        return 0
-    if argv:
-        print(f"anvil sessions: unexpected argument '{argv[0]}'. It takes none.", file=sys.stderr)
-        return EXIT_USAGE
+    parser = argparse.ArgumentParser(
+        prog="anvil sessions", description="List this directory's sessions, newest first; resume one with "
+        "`anvil --resume ID` or the newest with `anvil --continue`. With --prune, remove old ones.")
+    parser.add_argument("--prune", action="store_true", help="remove sessions (the file, its checkpoints and "
+                        "command logs) chosen by --older-than and/or --keep")
+    parser.add_argument("--older-than", type=float, metavar="DAYS", help="with --prune: sessions not used for DAYS")
+    parser.add_argument("--keep", type=int, metavar="N", help="with --prune: always keep the N newest of a project")
+    parser.add_argument("--dry-run", action="store_true", help="with --prune: list what would go, remove nothing")
+    parser.add_argument("--all-projects", action="store_true", help="with --prune: every project's sessions, "
+                        "not only this directory's")
+    args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
     store = SessionStore(data_dir(), Path.cwd())
+    if args.prune:
+        return _prune(parser, args, store)
+    if args.older_than is not None or args.keep is not None or args.dry_run or args.all_projects:
+        parser.error("--older-than, --keep, --dry-run and --all-projects go with --prune")
     sessions = store.list()
     if not sessions:
         print(f"No sessions yet for {store.project_root}.")
@@ -198,6 +220,41 @@ def _sessions(argv: list[str]) -> int:
         prompt = prompt[:60] + "…" if len(prompt) > 61 else prompt
         print(f"{s.id:<24} {started:<17} {s.turns:>5}  {prompt}")
     return 0
+
+
+def _prune(parser: argparse.ArgumentParser, args: Any, store: Any) -> int:
+    """`anvil sessions --prune`: what goes is listed (with --dry-run, only listed)."""
+    import time
+
+    from anvil.core.session.retention import all_projects, apply_prune, plan_prune
+
+    if args.older_than is None and args.keep is None:
+        parser.error("--prune needs --older-than DAYS, --keep N, or both")
+    if (args.older_than is not None and args.older_than < 0) or (args.keep is not None and args.keep < 0):
+        parser.error("--older-than and --keep take a number of 0 or more")
+    projects = all_projects(store.data_dir) if args.all_projects else [store.dir.name]
+    plan = plan_prune(store.data_dir, projects, older_than_days=args.older_than, keep=args.keep)
+    where = "any project" if args.all_projects else str(store.project_root)
+    if not plan:
+        print(f"Nothing to prune for {where}.")
+        return 0
+    for item in plan:
+        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(item.updated))
+        project = f"  {item.project}" if args.all_projects else ""
+        print(f"{item.session_id:<24} last used {used}  {_megabytes(item.size):>9}{project}")
+    total = _megabytes(sum(item.size for item in plan))
+    if args.dry_run:
+        print(f"Would remove {len(plan)} session(s), {total} (dry run: nothing was removed).")
+        return 0
+    problems = apply_prune(plan)
+    for problem in problems:
+        print(f"anvil sessions: {problem}", file=sys.stderr)
+    print(f"Removed {len(plan)} session(s), {total}.")
+    return 1 if problems else 0
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.1f} MB"
 
 
 if __name__ == "__main__":

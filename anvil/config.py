@@ -10,23 +10,31 @@ on every platform, so the files are where a person looks for them.
 Permission rules are not layered: the user's and the project's ``[permissions]`` tables both apply, each in
 its own scope, and so do the rules "always allow" saved to each scope's ``permissions.toml``
 (:func:`permission_rules`). The core gets them as plain lists and never reads these files itself.
+
+The project's settings that run code or send data (hooks, MCP servers, api_base, allow rules, ...: the table
+in :mod:`anvil.trust`) apply only when the person trusts the folder with exactly that content
+(:func:`project_trust`); the user's own config is always trusted. The decision travels with the settings
+(:attr:`Settings.project_trust`), so what is read from ``.anvil/`` later (saved rules, agent files) follows it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from anvil.config_tables import CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.runner import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
 from anvil.core.policy.approval import Scope, parse_rule
 from anvil.core.policy.rules import RuleError
-from anvil.core.subagents.agent_types import AgentTypeConfig
+from anvil.core.subagents.agent_types import AgentTypeConfig, parse_agent_file
 from anvil.core.tools.web.web_tools import WebConfig
+from anvil.trust import ProjectTrust, TrustDecision, TrustStore, assess, split_layer
 
 
 class ConfigError(Exception):
@@ -34,29 +42,6 @@ class ConfigError(Exception):
 
 
 RuleScope = Literal["user", "project"]
-
-
-class Permissions(BaseModel):
-    """One ``[permissions]`` table, or one ``permissions.toml``."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    allow: list[str] = Field(default_factory=list)
-    """Patterns that run without asking: commands (``"pytest*"``, ``"git status"``) or tools (``"run_tests(*)"``,
-    ``"web_fetch(domain:docs.python.org)"``)."""
-    deny: list[str] = Field(default_factory=list)
-    """Patterns that are always refused. Deny beats allow."""
-
-
-class ScopedPermissions(BaseModel):
-    """The ``[permissions]`` table of each config file, kept apart: both apply, each in its own scope."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    user: Permissions = Field(default_factory=Permissions)
-    """From the user config.toml: rules for every project."""
-    project: Permissions = Field(default_factory=Permissions)
-    """From the project's .anvil/config.toml."""
 
 
 class Settings(BaseModel):
@@ -122,6 +107,24 @@ class Settings(BaseModel):
     """Model calls a sub-agent may make before it reports back."""
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     """MCP servers (``[mcp_servers.github]``: command + args for stdio, or url for streamable HTTP)."""
+    mask_secrets_for_model: bool = False
+    """Mask known secret values in what the model reads too. They are always masked in what anvil writes
+    (sessions, command logs, stream-json)."""
+    checkpoint_retention_days: float = Field(30, ge=0)
+    """Days after its last activity that a session's checkpoints (the copies undo restores) are removed, when
+    anvil starts; 0 keeps them forever."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """The OS sandbox for commands: ``mode``, ``network``, ``writable``, ``writable_caches``."""
+    commands: CommandsConfig = Field(default_factory=CommandsConfig)
+    """Command log caps and the background time limit."""
+
+    # Not a setting: set by load_settings. Untrusted unless decided, so a project's files stay inert by default.
+    _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
+
+    @property
+    def project_trust(self) -> TrustDecision:
+        """Whether the project's risky settings apply in this run, and for which content."""
+        return self._project_trust
 
 
 _TYPE_WORDS = {
@@ -191,7 +194,8 @@ def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> Config
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(err["loc"][:-1]))
         return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower())
+    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
+                               .removeprefix("input should be "))
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
 
@@ -229,7 +233,8 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
 
 
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
-_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify"}
+_TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
+           "commands"}
 
 
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
@@ -249,13 +254,22 @@ def _scoped(layer: dict[str, Any], scope: RuleScope) -> dict[str, Any]:
     return {**layer, "permissions": {scope: layer["permissions"]}}
 
 
-def load_settings(root: Path, flags: dict[str, Any] | None = None,
-                  environ: dict[str, str] | None = None) -> Settings:
-    """Merge every layer, validating after each so an error names the layer that caused it."""
+def load_settings(root: Path, flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None, *,
+                  trust: bool | None = None) -> Settings:
+    """Merge every layer, validating after each so an error names the layer that caused it.
+
+    ``trust``: the project's risky settings apply with True (``--trust``), never with False (the person said
+    no), and with None only if the person trusted this folder with exactly this content before.
+    """
     env = os.environ if environ is None else environ
+    project = read_toml(project_config_path(root))
+    check = project_trust(root, project)
+    trusted = check.trusted if trust is None else trust or not check.items
+    if not trusted:
+        project = split_layer(project)[0]
     layers = [
         (f"User config {user_config_path()}", _scoped(read_toml(user_config_path()), "user")),
-        (f"Project config {project_config_path(root)}", _scoped(read_toml(project_config_path(root)), "project")),
+        (f"Project config {project_config_path(root)}", _scoped(project, "project")),
         ("Environment (ANVIL_* variables)", env_layer(env)),
         ("Command line", {k: v for k, v in (flags or {}).items() if v is not None}),
     ]
@@ -269,7 +283,58 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None,
         except ValidationError as exc:
             raise _explain(exc, source, candidate) from None
         merged = candidate
-    return Settings.model_validate(merged)
+    settings = Settings.model_validate(merged)
+    settings._project_trust = TrustDecision(trusted, None if trust is True else check.digest)
+    return settings
+
+
+def trust_store() -> TrustStore:
+    return TrustStore(data_dir() / "trusted.json")
+
+
+def project_trust(root: Path, config: dict[str, Any] | None = None) -> ProjectTrust:
+    """What the project's configuration would run or change (its config.toml, the allow rules of its
+    permissions.toml, its agent files that may change things) and whether the person trusted exactly that.
+    ``config``: the project's config.toml as already read, so the check and the settings see the same text."""
+    root = root.resolve()
+    risky = split_layer(read_toml(project_config_path(root)) if config is None else config)[1]
+    saved = _read_rules_file(permission_files(root)["project"]).allow
+    return assess(root, risky, saved, _agents_that_change_things(root), trust_store())
+
+
+def _agents_that_change_things(root: Path) -> dict[str, str]:
+    """The text of each agent file in ``.anvil/agents`` whose agent is not read-only, by file name."""
+    found: dict[str, str] = {}
+    directory = root / ".anvil" / "agents"
+    for path in sorted(directory.glob("*.md")) if directory.is_dir() else []:
+        try:
+            if not parse_agent_file(path).read_only:
+                found[path.name] = path.read_text(encoding="utf-8")
+        except (ValueError, OSError):  # skipped with a warning when the agents are loaded
+            continue
+    return found
+
+
+def project_files_trusted(settings: Settings, root: Path, check: ProjectTrust | None = None) -> bool:
+    """Whether what anvil reads from ``.anvil/`` after start-up (saved allow rules, agent files) may apply:
+    the person trusted the folder and its risky content is still what they trusted."""
+    decision = settings.project_trust
+    if not decision.trusted or decision.digest is None:
+        return decision.trusted
+    check = check or project_trust(root)
+    return not check.items or check.digest == decision.digest
+
+
+def keep_trusted_after_saving(settings: Settings, root: Path) -> None:
+    """The person saved an "always allow" rule to this project's permissions.toml: the folder stays trusted
+    with it. Call only when the folder was trusted just before the rule was saved."""
+    decision = settings.project_trust
+    if decision.digest is None:  # --trust: whatever is there applies already
+        return
+    check = project_trust(root)
+    decision.digest = check.digest
+    with contextlib.suppress(OSError):  # not remembered: the next start asks again, which is safe
+        trust_store().remember(root, check.digest)
 
 
 def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[str], list[str]]]:
@@ -283,8 +348,10 @@ def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[s
     for scope in scopes:
         allow: list[str] = []
         deny: list[str] = []
-        for path, table in ((config_files[scope], getattr(settings.permissions, scope)),
-                            (saved[scope], _read_rules_file(saved[scope]))):
+        saved_rules = _read_rules_file(saved[scope])
+        if scope == "project" and saved_rules.allow and not project_files_trusted(settings, root):
+            saved_rules = Permissions(deny=saved_rules.deny)  # a deny rule only restricts: it always applies
+        for path, table in ((config_files[scope], getattr(settings.permissions, scope)), (saved[scope], saved_rules)):
             _check_rules(path, table, scope)
             allow += table.allow
             deny += table.deny

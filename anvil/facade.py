@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from anvil.core.context.meter import TokenCounter
     from anvil.core.mcp.config import ServerStatus
     from anvil.core.model.protocol import Model
+    from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
 
 
@@ -65,6 +66,11 @@ class SessionFacade:
         return self._runtime.root
 
     @property
+    def data_dir(self) -> Path:
+        """anvil's data directory (the error log front ends write to is there)."""
+        return self._runtime.store.data_dir
+
+    @property
     def settings(self) -> Settings:
         return self._runtime.settings
 
@@ -99,6 +105,11 @@ class SessionFacade:
     @property
     def todos(self) -> tuple[TodoItem, ...]:
         return tuple(self._agent.ctx.todos)
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        """Whether the model's commands run in the OS sandbox; ``label`` is what a status bar shows."""
+        return self._agent.ctx.sandbox.status
 
     # -- life ------------------------------------------------------------------------------------------
 

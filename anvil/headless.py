@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from anvil.core.events import (
-    HEADLESS_DENIAL,
     ApprovalRequested,
     AssistantMessage,
     ErrorEvent,
@@ -31,7 +30,9 @@ from anvil.core.events import (
     PlanProposed,
     Retrying,
     TurnEnded,
+    headless_denial,
 )
+from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
 from anvil.facade import SessionFacade
 from anvil.frontend.lines import describe
@@ -57,10 +58,19 @@ class _Run:
 
 
 class _Output:
-    """stdout gets the answer, one result or every event; stderr gets what the person should know."""
+    """stdout gets the answer, one result or every event; stderr gets what the person should know. Known secret
+    values are masked in all of it: this output usually ends up in a CI log."""
 
-    def __init__(self, output_format: str, out: TextIO, err: TextIO) -> None:
+    def __init__(self, output_format: str, out: TextIO, err: TextIO, masker: SecretMasker | None = None) -> None:
         self.format, self.out, self.err = output_format, out, err
+        self.masker = masker or SecretMasker()
+        self.mask = self.masker.mask
+
+    def started(self, session: SessionFacade) -> None:
+        """stream-json's first event: what the session is (its id, the model, the mode, the sandbox)."""
+        if self.format == "stream-json":
+            self._json({"type": "session_started", "session_id": session.id, "model": session.settings.model,
+                        "mode": session.mode, "cwd": str(session.root), "sandbox": session.sandbox.to_dict()})
 
     def notice(self, message: str) -> None:
         if self.format == "stream-json":
@@ -68,7 +78,7 @@ class _Output:
         self.complain(message)
 
     def complain(self, message: str) -> None:
-        print(f"anvil: {message}", file=self.err)
+        print(self.mask(f"anvil: {message}"), file=self.err)
 
     def event(self, event: Event) -> None:
         if self.format == "stream-json":
@@ -87,20 +97,21 @@ class _Output:
             self.complain(PLAN_ONLY)
         text = run.plan if run.plan is not None else run.answer
         if self.format == "text" and text:
-            self.out.write(text.rstrip("\n") + "\n")
+            self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format == "json":
             self._json(_result(session, text, ended, run.plan))
         self.out.flush()
         return EXIT_CODES.get(ended.reason, EXIT_ERROR)
 
     def _json(self, data: dict[str, Any]) -> None:
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.write(self.masker.mask_json(json.dumps(data, ensure_ascii=False)) + "\n")
 
 
 async def run_headless(runtime: Runtime, prompt: str, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None) -> int:
     session = SessionFacade(runtime)
-    output = _Output(output_format, out or sys.stdout, err or sys.stderr)
+    output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
+    output.started(session)
     session.on_notice(output.notice)
     for warning in session.warnings:
         output.notice(warning)
@@ -123,7 +134,7 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
     run = _Run()
     async for event in session.submit(prompt):
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
-            event.answer(HEADLESS_DENIAL)
+            event.answer(headless_denial(event.reasons))
         output.event(event)
         match event:
             case PlanProposed(future=None, plan=plan):

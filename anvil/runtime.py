@@ -13,26 +13,42 @@ from pathlib import Path
 from typing import Any
 
 from anvil import __version__
-from anvil.config import Settings, data_dir, permission_files, permission_rules, user_config_dir
+from anvil.config import (
+    Settings,
+    data_dir,
+    keep_trusted_after_saving,
+    permission_files,
+    permission_rules,
+    project_files_trusted,
+    project_trust,
+    user_config_dir,
+)
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
 from anvil.core.loop.agent import Agent
+from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.client import McpManager
 from anvil.core.model.errors import RetryPolicy
 from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.private_files import tighten_tree
 from anvil.core.prompts import build_system_prompt
+from anvil.core.sandbox.places import Places, SandboxSettings
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import FileCheckpointStore
+from anvil.core.session.retention import expire_checkpoints
 from anvil.core.session.store import Session, SessionState, SessionStore, repair_history
 from anvil.core.session.undo import UndoManager
-from anvil.core.subagents.agent_types import load_agent_types
+from anvil.core.subagents.agent_types import AgentType, load_agent_types
 from anvil.core.subagents.task_tool import TaskTool
 from anvil.core.tools import default_tools
 from anvil.core.tools.base import ToolContext, ToolSettings
+from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
+from anvil.trust import ignored_notice
 
 
 @dataclass
@@ -49,15 +65,21 @@ class Runtime:
     undo: UndoManager | None = None
     #: what happens in the background (an MCP server failing) is told to the person through this
     notify: Callable[[str], Any] = field(default=lambda message: None)
+    #: the secret values masked in what anvil writes (headless output among it)
+    secrets: SecretMasker = field(default_factory=SecretMasker)
     _closed: bool = False
 
     async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
-        """After the first paint: session_start hooks, MCP servers. Returns notices for the person.
+        """After the first paint: leftovers of a killed run, session_start hooks, MCP servers. Returns notices for
+        the person.
 
         ``wait_for_mcp`` (seconds) waits for the servers to be ready or failed, for headless runs that need
         their tools before the first turn; interactive front ends let them come up in the background.
         """
-        notices: list[str] = []
+        # Partial files a killed anvil left in this project (its temporary files for atomic writes).
+        notices: list[str] = await asyncio.to_thread(clean_leftovers, self.agent.ctx.data_dir, self.root)
+        await asyncio.to_thread(expire_checkpoints, self.store.data_dir, self.settings.checkpoint_retention_days,
+                                keep={self.session.id})
         if self.hooks is not None:
             started = await self.hooks.session_start("resume" if self.resumed else "startup")
             notices += started.notices
@@ -95,6 +117,12 @@ class Runtime:
             await self.agent.ctx.close()
         finally:
             self.session.close()
+            told = self.session.trouble.take()  # what a full disk kept from the files to the end
+            if self.undo is not None:
+                self.undo.store.close()
+                told += self.undo.store.take_notices()
+            for message in told:
+                self.notify(message)
 
 
 def build_model(settings: Settings) -> Model:
@@ -113,15 +141,32 @@ def build_model(settings: Settings) -> Model:
 
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
+    limits = settings.commands
     return ToolSettings(allowed_dirs=allowed, lint=dict(settings.lint), test_command=settings.test_command,
-                        output_budget=settings.output_budget)
+                        output_budget=settings.output_budget, config_dirs=[user_config_dir()],
+                        log_cap=int(limits.log_max_mb * 1024 * 1024),
+                        logs_total_cap=int(limits.logs_total_mb * 1024 * 1024),
+                        background_timeout=limits.background_timeout)
+
+
+def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], session_id: str) -> Sandbox:
+    """The OS sandbox for the session's commands, from ``[sandbox]``."""
+    config = settings.sandbox
+    hosts = tuple(config.network) if isinstance(config.network, list) else ()
+    sandbox_settings = SandboxSettings(
+        mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
+    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
+    return Sandbox(sandbox_settings, places, session_id=session_id)
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,
                  model: Model | None = None, interactive: bool = True) -> Runtime:
     """Raises SessionError / ModelError with a message for the person when something is wrong."""
     root = root.resolve()
-    store = SessionStore(data_dir(), root)
+    tighten_tree(data_dir())  # 0700/0600, also for what an older anvil wrote; cheap after the first start
+    masker = secret_masker(settings)
+    store = SessionStore(data_dir(), root, masker)
     warnings: list[str] = []
     state: SessionState | None = None
     session: Session | None = None
@@ -138,8 +183,14 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         session = store.create(settings.model, __version__)
     model = model or build_model(settings)
     checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
-    ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id,
-                      settings=tool_settings(settings, root), checkpoints=checkpoints)
+    tools_settings = tool_settings(settings, root)
+    sandbox = build_sandbox(settings, root, tools_settings.allowed_dirs, session.id)
+    if notice := sandbox.status.notice():
+        warnings.append(notice)
+    ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,
+                      checkpoints=checkpoints, sandbox=sandbox, secrets=masker)
+    ctx.cleanups.append(sandbox.close)  # first in, last out: background commands stop before its temp dir goes
+    warnings.extend(session.trouble.take())  # the session file could not even be started (a full disk)
     system_prompt, memory = build_system_prompt(root, user_config_dir())
     if memory.truncated:
         warnings.append("Project memory (AGENTS.md, CLAUDE.md, ANVIL.md) is over 32 KiB; the rest was cut.")
@@ -147,23 +198,26 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     tools = default_tools()
     for tool in web_tools(os.environ, settings.web):
         tools.add(tool)
-    policy = ApprovalPolicy(settings.auto_approve, rule_lists=permission_rules(settings, root),
-                            files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
+    check = project_trust(root)
+    trusted = project_files_trusted(settings, root, check)
+    if check.items and not trusted:
+        warnings.append(ignored_notice(check, trusted_at_start=settings.project_trust.trusted))
+    policy = _TrustKeepingPolicy(settings, root, rule_lists=permission_rules(settings, root),
+                                 files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
     attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
     hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
     agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
-                  interactive=interactive)
-    agent_types, type_warnings = load_agent_types(root, settings.agents,
-                                                  dirs=[user_config_dir() / "agents", root / ".anvil" / "agents"])
+                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model)
+    agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
                        max_iterations=settings.subagent_max_iterations,
                        compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage)))
     runtime = Runtime(settings, root, agent, session, store, warnings, state, hooks,
-                      undo=UndoManager(checkpoints, root))
+                      undo=UndoManager(checkpoints, root), secrets=masker)
     if settings.mcp_servers:
         runtime.mcp = McpManager(settings.mcp_servers, root, log_dir=data_dir() / "mcp",
                                  on_message=lambda message: runtime.notify(message),
@@ -173,6 +227,47 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         agent.usage.restore({**vars(state), "cost": state.total_cost})
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     return runtime
+
+
+class _TrustKeepingPolicy(ApprovalPolicy):
+    """A rule the person saves to a trusted project keeps the folder trusted: anvil wrote it at their word."""
+
+    def __init__(self, settings: Settings, root: Path, **options: Any) -> None:
+        super().__init__(settings.auto_approve, **options)
+        self.settings, self.root = settings, root
+
+    def remember(self, tool: str, pattern: str, scope: str) -> None:
+        keep = scope == "project" and project_files_trusted(self.settings, self.root)
+        super().remember(tool, pattern, scope)
+        if keep:
+            keep_trusted_after_saving(self.settings, self.root)
+
+
+def _agent_types(settings: Settings, root: Path, trusted: bool) -> tuple[dict[str, AgentType], list[str]]:
+    """Built-in < configured < the user's agent files < the project's; from an untrusted project only the
+    agents that cannot change anything."""
+    dirs = [user_config_dir() / "agents", root / ".anvil" / "agents"]
+    types, warnings = load_agent_types(root, settings.agents, dirs=dirs if trusted else dirs[:1])
+    if not trusted:
+        project, more = load_agent_types(root, {}, dirs=dirs[1:])
+        types.update({name: agent for name, agent in project.items() if agent.source != "built-in" and agent.read_only})
+        warnings += more
+    return types, warnings
+
+
+def secret_masker(settings: Settings, environ: dict[str, str] | None = None) -> SecretMasker:
+    """The secrets anvil knows: environment variables named like secrets (provider keys among them) and the keys
+    in its settings (web search, MCP server environments and headers)."""
+    masker = SecretMasker(secrets_from_environment(os.environ if environ is None else environ))
+    masker.extend([("web.brave_api_key", settings.web.brave_api_key),
+                   ("web.tavily_api_key", settings.web.tavily_api_key)])
+    for name, server in settings.mcp_servers.items():
+        masker.extend((f"mcp_servers.{name}.env.{key}", value) for key, value in server.env.items()
+                      if is_secret_name(key))
+        masker.extend((f"mcp_servers.{name}.headers.{key}", value.split()[-1]) for key, value in server.headers.items()
+                      if value.split() and (key.lower() in {"authorization", "x-api-key", "api-key"}
+                                            or is_secret_name(key)))
+    return masker
 
 
 def _any_hooks(settings: Settings) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import random
 import statistics
 import tempfile
@@ -117,7 +118,7 @@ async def bench_edit(root: Path, size: int, reps: int) -> None:
                                                new_string=typo + "  # x" * (rep + 1)), ctx)
         assert result.data is not None and result.data["steps"] == ["fuzzy"], result.output[:200]
         path.write_text(source)
-        ctx.record_read(path)
+        ctx.record_read(path, path.stat(), hashlib.sha256(path.read_bytes()).hexdigest())
 
     async def failing(rep: int) -> None:
         try:

@@ -132,7 +132,7 @@ def measure_resume(runs: int) -> None:
                     pane.keys("Enter")
                     history = 0.0
                     if extra:
-                        history = pane.wait_text("Resumed a session with", 120) - pane.started
+                        history = pane.wait_text("Resumed session", 120) - pane.started
                     answer = pane.wait_text(ANSWER, 120) - pane.started
                     time.sleep(0.5)  # let the answer's frame settle before reading memory
                     rss = rss_mb(pane.pid())

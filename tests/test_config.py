@@ -97,7 +97,7 @@ def test_permissions_from_every_file_apply_in_their_scopes(project: Path) -> Non
     write(user_config_path().parent / "permissions.toml", 'allow = ["echo from-user-saved *"]\n'
                                                           'deny = ["echo refused-by-user *"]\n')
     write(project / ".anvil" / "permissions.toml", 'allow = ["echo from-project-saved *"]\n')
-    settings = load_settings(project, environ={})
+    settings = load_settings(project, environ={}, trust=True)  # the project's allow rules need trust
     assert permission_rules(settings, project) == {
         "user": (["echo from-user-config *", "echo from-user-saved *"], ["echo refused-by-user *"]),
         "project": (["echo from-project-config *", "echo from-project-saved *"], []),
@@ -129,7 +129,7 @@ def test_a_bad_rule_is_one_config_error_naming_its_file(project: Path, where: st
     folder = user_config_path().parent if scope == "user" else project / ".anvil"
     path = folder / ("config.toml" if kind == "config" else "permissions.toml")
     write(path, ('[permissions]\n' if kind == "config" else "") + 'allow = ["git status", "*"]\n')
-    settings = load_settings(project, environ={})
+    settings = load_settings(project, environ={}, trust=True)
     with pytest.raises(ConfigError) as info:
         permission_rules(settings, project)
     message = str(info.value)

@@ -65,7 +65,10 @@ def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOp
     result = run_anvil(project, server, "-p", "go", "--output-format", "stream-json")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[0] == "turn_started" and types[-1] == "turn_ended"
+    assert types[:2] == ["session_started", "turn_started"] and types[-1] == "turn_ended"
+    started = events[0]
+    assert started["session_id"] == events[1]["session_id"] and started["model"] == "openai/scripted"
+    assert started["sandbox"]["mode"] == "auto" and started["sandbox"]["network"] is False
     for expected in ("text_delta", "assistant_message", "usage", "context_usage", "tool_call_started",
                      "tool_result"):
         assert expected in types
@@ -218,7 +221,8 @@ def test_a_call_that_needs_approval_is_denied_with_the_one_headless_text(project
     assert code == 0 and not (project / "x").exists()
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     answered = next(e for e in events if e["type"] == "approval_answered")
-    assert answered["by"] == "headless" and answered["message"] == HEADLESS_DENIAL.message
+    assert answered["by"] == "headless" and answered["message"].startswith(HEADLESS_DENIAL.message)
+    assert "Why it needs approval: no rule allows: touch x." in answered["message"]
     requested = next(e for e in events if e["type"] == "approval_requested")
     assert requested["cwd"] == str(project.resolve()) and requested["rule_files"]["project"].endswith(
         ".anvil/permissions.toml")

@@ -127,6 +127,14 @@ HEADLESS_DENIAL = ApprovalDecision(False, (
     "--auto-approve or with an allow rule ([permissions] allow = [...] in .anvil/config.toml)."), by="headless")
 
 
+def headless_denial(reasons: tuple[str, ...] = ()) -> ApprovalDecision:
+    """:data:`HEADLESS_DENIAL`, saying why the call needed approval when the policy gave reasons."""
+    if not reasons:
+        return HEADLESS_DENIAL
+    return dataclasses.replace(HEADLESS_DENIAL, message=f"{HEADLESS_DENIAL.message} Why it needs approval: "
+                                                        f"{'; '.join(reasons)}.")
+
+
 @dataclass(frozen=True)
 class ApprovalRequested(Event):
     type: ClassVar[str] = "approval_requested"
@@ -144,6 +152,8 @@ class ApprovalRequested(Event):
     cwd: str | None = None
     #: where "always allow" saves the rule, by scope ("project", "user"); session rules stay in memory
     rule_files: dict[str, str] = field(default_factory=dict)
+    #: why "always allow" is not offered, when the reason is not simply that no rule fits the call
+    no_rule_reason: str = ""
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )

@@ -118,6 +118,12 @@ def decision_text(decision: ApprovalDecision, request: ApprovalRequested, root: 
     return f"denied with your message: {decision.message}" if decision.message else "denied"
 
 
+def no_always_text(request: ApprovalRequested) -> str:
+    """Why the approval offers no "always allow", in one sentence that ends with what the person can do."""
+    why = request.no_rule_reason or "no safe rule can be made from this call"
+    return f"Always allow is not offered: {why}. Allow it once or deny it."
+
+
 def cwd_text(request: ApprovalRequested) -> str | None:
     """Where a command would run, as the policy evaluated it: ``in ~/src/app/sub``."""
     return f"in {home_relative(request.cwd)}" if request.cwd else None

@@ -162,8 +162,9 @@ def gauge(fraction: float, width: int = 10) -> StyleAndTextTuples:
 
 
 def toolbar(*, used: int | None, window: int | None, cost: float | None, model: str, mode: str,
-            hint: str = "") -> FormattedText:
-    """The bottom toolbar: context gauge, cost, model and approval mode (or a passing hint)."""
+            hint: str = "", sandbox: str = "") -> FormattedText:
+    """The bottom toolbar: context gauge, cost ($? when unknown), model, approval mode, whether commands are
+    sandboxed (or a passing hint)."""
     out: StyleAndTextTuples = [("", " ctx ")]
     if used is not None and window:
         fraction = used / window
@@ -171,5 +172,7 @@ def toolbar(*, used: int | None, window: int | None, cost: float | None, model: 
     else:
         out.append(("class:dim", "–"))
     out += [("", f" · {'$?' if cost is None else f'${cost:.4f}'} · {model} · mode: "), ("class:key", mode)]
+    if sandbox:
+        out.append(("" if sandbox == "sandboxed" else "class:notice", f" · {sandbox}"))
     out.append(("class:dim", f" · {hint}" if hint else " · Shift+Tab mode · /help"))
     return FormattedText(out)

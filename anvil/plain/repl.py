@@ -48,9 +48,11 @@ from anvil.core.events import (
     ToolResultEvent,
     UsageReport,
 )
+from anvil.core.loop.failure import report
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.facade import SessionFacade
 from anvil.frontend.commands import COMMANDS
+from anvil.frontend.guard import guarded, show_each
 from anvil.frontend.lines import answered_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
 from anvil.plain.commands import run_slash, show_session
@@ -125,7 +127,7 @@ class PlainRepl:
 
     def _toolbar(self) -> FormattedText:
         return toolbar(used=self.used, window=self.window, cost=self.cost, model=self.session.settings.model,
-                       mode=self.session.mode, hint=self.hint)
+                       mode=self.session.mode, hint=self.hint, sandbox=self.session.sandbox.label)
 
     # -- the prompt ------------------------------------------------------------------------------------
 
@@ -172,10 +174,9 @@ class PlainRepl:
                 line = text.strip()
                 if not line:
                     continue
-                if is_command(line):
-                    await run_slash(self, line)
-                else:
-                    await self.send(line)
+                work = run_slash(self, line) if is_command(line) else self.send(line)
+                await guarded(work, "That command" if is_command(line) else "Sending that", self._error,
+                              self.session.data_dir)
         finally:
             preflight.cancel()
             await self.session.close()
@@ -220,8 +221,8 @@ class PlainRepl:
             loop.add_signal_handler(signal.SIGINT, self.interrupt)
         try:
             await asyncio.create_task(self._consume(events))
-        except Exception as exc:  # an engine bug ends the turn, never the REPL (the session keeps the history)
-            self.say(f"✗ The turn failed: {type(exc).__name__}: {exc}", "class:error")
+        except Exception as exc:  # the stream itself broke, never the REPL (the session keeps the history)
+            self._error(report(self.session.data_dir, "The turn", exc))
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signal.SIGINT)
@@ -230,8 +231,11 @@ class PlainRepl:
             self.end_line()
 
     async def _consume(self, events: AsyncIterator[Event]) -> None:
-        async for event in events:
-            await self.show(event)
+        # An event that fails to show is one error line; the turn goes on (anvil/frontend/guard.py).
+        await show_each(events, self.show, self._error, self.session.data_dir)
+
+    def _error(self, line: str) -> None:
+        self.say(f"✗ {line}", "class:error")
 
     def interrupt(self) -> None:
         if self.busy:
@@ -359,9 +363,11 @@ async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Out
     return await PlainRepl(runtime, input=input, output=output).run()
 
 
-def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False) -> int:
-    """The `anvil --plain` entry used by cli.py: settings, runtime, then the REPL on the real terminal."""
-    from anvil.config import ConfigError, load_settings
+def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False,
+           trust: bool | None = None) -> int:
+    """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
+    then the REPL on the real terminal."""
+    from anvil.config import ConfigError, load_settings, project_trust
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.runtime import open_runtime
@@ -370,7 +376,14 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
         print("anvil: --plain needs a terminal; use `anvil -p PROMPT` in scripts and pipes.", file=sys.stderr)
         return 2
     try:
-        settings = load_settings(Path.cwd(), flags)
+        if trust is None:
+            check = project_trust(Path.cwd())
+            if not check.trusted:
+                from anvil.frontend.trust import decide, trust_question
+                from anvil.plain.trust import ask_trust
+
+                trust = decide(check, asyncio.run(ask_trust(trust_question(check))))
+        settings = load_settings(Path.cwd(), flags, trust=trust)
         runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest)
         from prompt_toolkit.patch_stdout import patch_stdout
 

@@ -17,7 +17,7 @@ from typing import Protocol
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanDecision, PlanProposed, QuestionAsked
-from anvil.frontend.lines import decision_text, scope_choices
+from anvil.frontend.lines import decision_text, no_always_text, scope_choices
 from anvil.plain.input import KeyReader
 from anvil.plain.render import approval_keys, approval_text, scope_text
 
@@ -68,8 +68,7 @@ async def _approval_answer(term: Terminal, event: ApprovalRequested, root: Path)
             message = await term.read_line("Tell the model why (Enter sends): ")
             return INTERRUPTED_APPROVAL if message is None else ApprovalDecision(False, message.strip())
         if event.suggested_pattern is None:
-            term.write([("class:notice", "\n  'Always' is not available for this call (no rule would fit it "
-                                         "safely). y once · n deny · d deny with a message ")])
+            term.write([("class:notice", f"\n  {no_always_text(event)} ")])
             continue
         choices = scope_choices(event, root)
         term.write(scope_text(event.suggested_pattern, choices))

@@ -62,7 +62,8 @@ class AnvilApp(App[int]):
 
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
-                 continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None) -> None:
+                 continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
+                 trust: bool | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
@@ -74,6 +75,7 @@ class AnvilApp(App[int]):
         self._continue = continue_latest
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
+        self._trust = trust  # --trust: the project's risky settings apply without asking
         self.busy = False
         self.started = False  # set when the runtime is ready (tests wait for it)
         self._wanted_theme = "anvil-dark"
@@ -167,8 +169,7 @@ class AnvilApp(App[int]):
         built = self.session is None
         if self.session is None:
             try:
-                settings = self.settings or await self.warm_up.run(
-                    "settings", partial(warmup.load_settings, self.root, self.flags))
+                settings = self.settings or await self._load_settings()
                 self.session = _facade(await self.warm_up.run("runtime", partial(
                     warmup.open_runtime, settings, self.root, resume=self._resume, continue_latest=self._continue,
                     model=self._model)))
@@ -194,6 +195,18 @@ class AnvilApp(App[int]):
         await self.warm_up.run("heap", warmup.settle_heap, hurried=False)
         self.warm_up.finish()
 
+    async def _load_settings(self) -> Settings:
+        """Settings, after the trust question when the folder's configuration needs one (anvil/tui/trust.py)."""
+        loaded = await self.warm_up.run("settings", partial(warmup.settings_or_question, self.root, self.flags,
+                                                            self._trust))
+        from anvil.trust import ProjectTrust  # standard library only: cheap
+
+        if not isinstance(loaded, ProjectTrust):
+            return loaded
+        from anvil.tui.trust import ask_then_load
+
+        return await ask_then_load(self, loaded, partial(warmup.load_settings, self.root, self.flags))
+
     def session_ready(self) -> None:
         """The session is open (at start-up, after /clear or /resume): show it and start what runs beside it."""
         session = self.session
@@ -201,7 +214,8 @@ class AnvilApp(App[int]):
         settings = self.settings = session.settings
         threshold = settings.compact_threshold
         self.status.update_state(model=settings.model, mode=session.mode, cost=session.usage().cost, phase="",
-                                 threshold=threshold if isinstance(threshold, float) else None)
+                                 threshold=threshold if isinstance(threshold, float) else None,
+                                 sandbox=session.sandbox.label)
         if self._theme_flag is None and settings.theme != self.theme:
             self.set_theme(settings.theme)
         resumed = resumed_text(session)
@@ -295,11 +309,14 @@ class AnvilApp(App[int]):
         """Render every event of a turn (or a compaction); never lets an exception reach Textual."""
         self.busy = True
         self.status.update_state(busy=True, phase="Thinking…")
-        try:
-            async for event in stream:
-                await self.renderer.dispatch(event)
-        except Exception as exc:
-            self.transcript.add_line("error", f"Internal error: {type(exc).__name__}: {exc}")
+        from anvil.core.loop.failure import report  # after the first paint: the engine is loaded by now
+        from anvil.frontend.guard import show_each
+
+        data_dir = self.session.data_dir if self.session is not None else None
+        try:  # an event that fails to show is one error line; the turn goes on (anvil/frontend/guard.py)
+            await show_each(stream, self.renderer.dispatch, partial(self.add_line, "error"), data_dir)
+        except Exception as exc:  # the stream itself broke (the engine ends its turns cleanly: a bug before it)
+            self.add_line("error", report(data_dir, "The turn", exc))
         finally:
             await self.renderer.end_assistant()
             self.busy = False
@@ -377,8 +394,12 @@ class AnvilApp(App[int]):
 
     async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
+        from anvil.frontend.guard import guarded
+
         session.on_notice(lambda message: self.add_line("notice", message))
-        for notice in await warmup.start_session(session, self.warm_up):
+        notices = await guarded(warmup.start_session(session, self.warm_up), "Starting the session",
+                                partial(self.add_line, "error"), session.data_dir)
+        for notice in notices or []:
             self.add_line("notice", notice)
 
     async def _close_and_exit(self) -> None:

@@ -28,7 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from anvil.core.events import ApprovalDecision, ApprovalRequested
-from anvil.frontend.lines import cwd_text, scope_choices
+from anvil.frontend.lines import cwd_text, no_always_text, scope_choices
 from anvil.tui.diff_view import DiffView, highlight_code
 from anvil.tui.themes import pygments_style_for
 
@@ -162,9 +162,7 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
                 yield Button("n Deny", variant="error", action="screen.deny", compact=True)
                 yield Button("d Deny with message", action="screen.deny_with_message", compact=True)
             if self.pattern is None:
-                yield Static("Always allow is not offered: no safe rule can be made from this command "
-                             "(e.g. it could not be split into simple commands). Allow it once or deny it.",
-                             classes="approval-note", id="approval-no-always")
+                yield Static(no_always_text(self.request), classes="approval-note", id="approval-no-always")
             yield Static("esc deny  ·  ↑↓ PgUp PgDn scroll  ·  tab buttons",
                          classes="approval-hint")
         with Vertical(id="approval-scope", classes="approval-step"):

@@ -108,7 +108,8 @@ class CommandRunner:
                 case Show(text=text, kind=kind):
                     host.add_line(kind, text)
                 case Confirm():
-                    host.run_worker(self._confirm(effect, reply[index + 1:]), group="command", exit_on_error=False)
+                    host.run_worker(self._guarded(self._confirm(effect, reply[index + 1:]), "The command"),
+                                    group="command", exit_on_error=False)
                     return
                 case RunEvents(events=events):
                     host.start_agent(events)
@@ -150,4 +151,12 @@ class CommandRunner:
                 host.status.update_state(phase="")
                 host.send_waiting()
 
-        host.run_worker(run(), group="model", exit_on_error=False)
+        host.run_worker(self._guarded(run(), "Switching the model"), group="model", exit_on_error=False)
+
+    async def _guarded(self, work: Awaitable[None], what: str) -> None:
+        """A command's work in a worker: a failure is one error line in the transcript, not a silent worker."""
+        from anvil.frontend.guard import guarded  # the engine is loaded by the time a command runs
+
+        session = self.host.session
+        await guarded(work, what, lambda line: self.host.add_line("error", line),
+                      session.data_dir if session is not None else None)

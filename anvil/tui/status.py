@@ -1,4 +1,5 @@
-"""The status bar: model, approval mode, current phase, the context gauge and the cost so far.
+"""The status bar: model, approval mode, whether commands are sandboxed, current phase, the context gauge and
+the cost so far.
 
 It is one Static re-rendered from a small state object, so an update during a busy stream costs one
 line of layout. The gauge is a bar of cells coloured by how full the window is, with a mark at the
@@ -27,6 +28,8 @@ class StatusState:
     cost: float | None = 0.0  # None: unknown (no price for the model)
     threshold: float | None = 0.85
     busy: bool = False
+    #: "sandboxed", "not sandboxed" or "sandbox off" (SandboxStatus.label)
+    sandbox: str = ""
 
 
 def tokens(count: int) -> str:
@@ -84,6 +87,8 @@ def render_status(state: StatusState, width: int = 200) -> Content:
     ]
     if not narrow:
         parts.append((" (shift+tab)", "$text-muted"))
+    if state.sandbox:
+        parts += [sep, (state.sandbox, "$text-success" if state.sandbox == "sandboxed" else "$text-warning")]
     if state.phase:
         limit = max(12, width - 75) if narrow else 60
         phase = state.phase if len(state.phase) <= limit else state.phase[: limit - 1] + "…"

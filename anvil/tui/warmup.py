@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from anvil.core.model.protocol import Model
     from anvil.facade import SessionFacade
     from anvil.runtime import Runtime
+    from anvil.trust import ProjectTrust
 
 T = TypeVar("T")
 
@@ -102,10 +103,21 @@ def load_themes(user_dir: Path) -> tuple[list[Any], list[str]]:
     return load_themes(user_dir)
 
 
-def load_settings(root: Path, flags: dict[str, Any]) -> Settings:
+def load_settings(root: Path, flags: dict[str, Any], trust: bool | None) -> Settings:
     from anvil.config import load_settings
 
-    return load_settings(root, flags)
+    return load_settings(root, flags, trust=trust)
+
+
+def settings_or_question(root: Path, flags: dict[str, Any], trust: bool | None) -> Settings | ProjectTrust:
+    """The settings, or the project's trust check when the person must be asked first."""
+    if trust is None:
+        from anvil.config import project_trust
+
+        check = project_trust(root)
+        if not check.trusted:
+            return check
+    return load_settings(root, flags, trust)
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue_latest: bool,

@@ -128,7 +128,7 @@ async def test_always_without_a_pattern_says_so(make_repl: Any) -> None:
     event = ApprovalRequested("c1", "kill_command", {"id": "job1"}, "Stopping job1", suggested_pattern=None)
     answer = asyncio.create_task(repl.repl.answer_request(event))
     await repl.wait("Approve kill_command?")
-    await repl.send("a", then="'Always' is not available")
+    await repl.send("a", then="Always allow is not offered: no safe rule can be made from this call")
     await repl.send("y")
     assert await asyncio.wait_for(answer, 5) == ApprovalDecision(True)
     repl.repl.keys.stop()
@@ -344,6 +344,16 @@ def test_diff_and_toolbar_rendering() -> None:
     assert any("deleted" in s for s in styles) and any("inserted" in s for s in styles)
     text = "".join(t for _, t in toolbar(used=84_000, window=200_000, cost=0.5, model="m", mode="auto"))
     assert "42% 84.0k/200k" in text and "$0.5000" in text and "mode: auto" in text
+    sandboxed = toolbar(used=None, window=None, cost=0, model="m", mode="ask", sandbox="not sandboxed")
+    assert ("class:notice", " · not sandboxed") in list(sandboxed)
+
+
+async def test_the_toolbar_says_whether_commands_are_sandboxed(make_repl: Any) -> None:
+    repl = make_repl([])
+    label = repl.repl.session.sandbox.label
+    assert label in {"sandboxed", "not sandboxed"}
+    assert label in "".join(t for _, t in repl.repl._toolbar())
+    await repl.exit()
 
 
 async def test_escape_goes_back_from_the_scope_choice_and_shift_tab_works_during_a_turn(make_repl: Any,

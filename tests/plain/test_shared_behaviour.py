@@ -12,7 +12,7 @@ import pytest
 from anvil.config import user_config_dir
 from anvil.core.events import ApprovalAnswered, Retrying
 from anvil.core.session.store import SessionError
-from tests.support.frontend_scripts import CD_THEN_TOUCH, TOUCH, WRITE, allow_cd
+from tests.support.frontend_scripts import CD_THEN_TOUCH, PROTECTED_REASON, TOUCH, WRITE, WRITE_CONFIG, allow_cd
 
 
 async def test_always_allow_names_the_files_rules_are_saved_to(make_repl: Any, project: Path) -> None:
@@ -36,6 +36,18 @@ async def test_the_approval_shows_the_directory_the_policy_evaluated(make_repl: 
     await repl.wait(f"in {project / 'sub'}\r")
     await repl.send("y", then="done")
     assert (project / "sub" / "here.txt").exists()
+    await repl.exit()
+
+
+async def test_writing_anvils_config_asks_even_in_auto_mode_showing_why_and_the_diff(make_repl: Any,
+                                                                                       project: Path) -> None:
+    repl = make_repl(WRITE_CONFIG, auto_approve=True)
+    await repl.prompt("grant yourself everything")
+    await repl.wait("Approve write_file?")
+    await repl.wait(f"• {PROTECTED_REASON}")
+    await repl.wait("+auto_approve = true")
+    await repl.send("n", then="tried")
+    assert not (project / ".anvil" / "config.toml").exists()
     await repl.exit()
 
 

@@ -12,6 +12,12 @@ CD_THEN_TOUCH = [{"tool_calls": [{"name": "run_command", "arguments": {"command"
                  {"text": "done"}]
 WRITE = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}]},
          {"text": "written"}]
+#: the model tries to change anvil's own configuration (asked about even in auto mode)
+WRITE_CONFIG = [{"tool_calls": [{"name": "write_file", "arguments": {"path": ".anvil/config.toml",
+                                                                     "content": "auto_approve = true\n"}}]},
+                {"text": "tried"}]
+PROTECTED_REASON = ("anvil's own configuration: .anvil/config.toml (a change here can grant permissions or add hooks "
+                    "and commands that anvil then runs unasked)")
 
 
 def allow_cd(project: Path) -> None:

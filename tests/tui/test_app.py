@@ -563,3 +563,15 @@ async def test_a_plan_is_edited_in_the_app_then_approved(project: Path) -> None:
         assert app.runtime is not None
         result = next(m for m in app.runtime.agent.messages if m.get("role") == "tool")["content"]
         assert "approved with edits" in result and "2. Test it" in result and "1. Read the code" in result
+
+
+async def test_the_status_bar_says_whether_commands_are_sandboxed(project: Path) -> None:
+    app = make_app(project, [])
+    expected = app.runtime.agent.ctx.sandbox.status.label  # type: ignore[union-attr]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.status.state.sandbox)
+        assert app.status.state.sandbox == expected and expected in str(app.status.render())
+    off = make_app(project, [], sandbox={"mode": "off"})
+    async with off.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: off.status.state.sandbox)
+        assert "sandbox off" in str(off.status.render())

@@ -3,6 +3,7 @@ deny message, focus staying in the modal, and the accidental-yes guard."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -175,10 +176,20 @@ async def test_unparsed_command_offers_no_always_and_says_why() -> None:
         await pilot.pause()
         assert app.decisions == [] and app.modal.step == "choose"
         assert app.modal.query_one("#approval-always", Button).disabled
-        assert "no safe rule can be made from this command" in text_of(app, "#approval-no-always")
+        assert "no safe rule can be made from this call" in text_of(app, "#approval-no-always")
         await pilot.press("y")
         await pilot.pause()
     assert app.decisions == [ApprovalDecision(allow=True, by="user")]
+
+
+async def test_a_run_outside_the_sandbox_says_why_always_is_not_offered() -> None:
+    request = dataclasses.replace(command("echo hi > /etc/motd", pattern=None),
+                                  no_rule_reason="running a command outside the sandbox is asked every time")
+    app = Host(request)
+    async with app.run_test(size=(100, 34)) as pilot:
+        await pilot.pause()
+        shown = text_of(app, "#approval-no-always")
+        assert "outside the sandbox is asked every time" in shown and "no safe rule" not in shown
 
 
 async def test_edit_shows_the_diff_and_always_uses_the_tool_name() -> None:

@@ -15,7 +15,7 @@ from anvil.core.session.store import SessionError
 from anvil.tui.approval import ApprovalScreen
 from anvil.tui.confirm import ConfirmScreen
 from anvil.tui.transcript import LineEntry, ToolEntry
-from tests.support.frontend_scripts import CD_THEN_TOUCH, TOUCH, WRITE, allow_cd
+from tests.support.frontend_scripts import CD_THEN_TOUCH, PROTECTED_REASON, TOUCH, WRITE, WRITE_CONFIG, allow_cd
 from tests.tui.conftest import make_app, submit, wait_for
 
 SIZE = (120, 40)
@@ -63,6 +63,20 @@ async def test_the_approval_shows_the_directory_the_policy_evaluated(project: Pa
         await pilot.press("y")
         await wait_for(pilot, lambda: not app.busy)
         assert (project / "sub" / "here.txt").exists()
+
+
+async def test_writing_anvils_config_asks_even_in_auto_mode_showing_why_and_the_diff(project: Path) -> None:
+    app = make_app(project, WRITE_CONFIG, auto_approve=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "grant yourself everything")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        modal = app.screen
+        assert isinstance(modal, ApprovalScreen)
+        assert shown(modal, "#approval-reasons") == f"⚠ {PROTECTED_REASON}"
+        assert "+auto_approve = true" in (modal.request.diff or "") and modal.query("#approval-diff")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.busy)
+        assert not (project / ".anvil" / "config.toml").exists()
 
 
 async def test_mode_alone_shows_the_mode_and_the_choices(project: Path) -> None:

@@ -38,6 +38,7 @@ from anvil.core.events import (
 from anvil.core.hooks.runner import HookRunner, append_context
 from anvil.core.loop import cutoff
 from anvil.core.loop.compacting import Compacting
+from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import History
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
@@ -64,7 +65,7 @@ class Agent(Compacting):
                  max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
                  compact_threshold: float | bool = 0.85, verify: list[str] | None = None,
                  verify_retries: int = 5, verify_timeout: float = 600.0, hooks: HookRunner | None = None,
-                 interactive: bool = True) -> None:
+                 interactive: bool = True, mask_secrets_for_model: bool = False) -> None:
         self.model = model
         self.tools = tools
         self.ctx = ctx
@@ -88,6 +89,8 @@ class Agent(Compacting):
         self._interrupt = Interrupter()
         self._steering: list[str] = []
         self.hooks = hooks
+        #: known secrets are always masked in what anvil writes; with this, in what the model reads too
+        self.mask_secrets_for_model = mask_secrets_for_model
         self.caller = ToolCaller(tools, ctx, self.policy, self._interrupt, self.history.record, hooks)
         if interactive:  # tools may ask the person (ask_user, plan approval); headless leaves ctx.ask None
             ctx.ask = self.caller.ask
@@ -137,8 +140,24 @@ class Agent(Compacting):
     # -- the loop ------------------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> AsyncIterator[Event]:
+        """One turn's events, always ending with ``turn_ended``: a bug anywhere in it (a tool's preview, a hook,
+        the policy) becomes an ``error`` event with one line, and the session stays valid to resume."""
         self._interrupt.clear()
         turn = TurnState(text)
+        try:
+            async for event in self._turn(turn):
+                yield event
+                for notice in self.history.storage_notices(self.ctx.checkpoints):
+                    yield notice
+        except Exception as exc:  # the turn's boundary: nothing may escape to the front end
+            for event in end_broken_turn(self.history, self.ctx, turn, exc):
+                yield event
+        if self.session is not None:
+            self.session.sync()
+        for notice in self.history.storage_notices(self.ctx.checkpoints):
+            yield notice
+
+    async def _turn(self, turn: TurnState) -> AsyncIterator[Event]:
         async for event in self._submit(turn):
             yield event
         if turn.over:  # a hook refused the prompt: nothing reaches the model or the history
@@ -161,8 +180,6 @@ class Agent(Compacting):
         async for event in self._final_check(turn):
             yield event
         yield self._finish(turn)
-        if self.session is not None:
-            self.session.sync()
 
     # -- the steps of a turn -------------------------------------------------------------------------
 
@@ -232,26 +249,14 @@ class Agent(Compacting):
             return
         completion = turn.completion
         assert completion is not None, "a model stream ended without a completion"
-        cut = cutoff.is_cut_off(completion)
-        said: tuple[str, str] | None = None  # (for the model, for the person) after a cut-off reply
-        continues = False
-        if cut and completion.tool_calls:
-            said = cutoff.dropped_calls(completion)
-            completion.tool_calls = []  # never run with arguments cut mid-JSON
-        elif cut:
-            turn.continuations += 1
-            said = cutoff.continuation(turn.continuations)
-            continues = said is not None
-        yield self.history.add_reply(completion, placeholder=cutoff.CUT_PLACEHOLDER if cut else "",
-                                     continues=continues)
+        cut = cutoff.settle(completion, turn)
+        yield self.history.add_reply(completion, placeholder=cut.placeholder, continues=cut.continues)
         yield self.history.record(self.usage.add(completion))
         yield self.history.record(self.context.after_response(completion.usage, self.messages))
-        turn.cut_off = said is not None
-        if said is not None:
-            self.history.add({"role": "user", "content": said[0]})
-            yield self.history.record(Notice(said[1]))
-        elif cut:
-            yield self.history.record(Notice(cutoff.gave_up_notice()))
+        if cut.note:
+            self.history.add({"role": "user", "content": cut.note})
+        if cut.notice:
+            yield self.history.record(Notice(cut.notice))
 
     async def _retry_larger(self, turn: TurnState, parts: list[str]) -> AsyncIterator[Event]:
         """A reply cut off in a tool call: retried once with a larger output limit, when the model has one."""
@@ -317,6 +322,8 @@ class Agent(Compacting):
         async for event in self.caller.run(outcome, lambda prepared: self.stages.stage(prepared, self.ctx.root)):
             yield event
         result = outcome.result
+        if self.mask_secrets_for_model:
+            result.output = self.ctx.secrets.mask(result.output)
         self.history.add_tool_result(call, result.output)
         yield self.history.record(ToolResultEvent(call.id, call.name, result.ok, result.summary or
                                            ("ok" if result.ok else "error"), result.output, result.diff,
@@ -386,6 +393,7 @@ class Agent(Compacting):
         yield Notice("Verifying the changes: " + ", ".join(f"`{command}`" for command in self.verify))
         turn.changed = False
         try:
-            turn.checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root, self.verify_timeout))
+            turn.checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root, self.verify_timeout,
+                                                                    self.ctx.sandbox))
         except Interrupted:
             turn.checks = None

@@ -10,6 +10,9 @@ stopped, a few times at most in one turn.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from anvil.core.loop.turn import TurnState
 from anvil.core.model.protocol import Completion
 
 MAX_CONTINUATIONS = 3
@@ -17,8 +20,39 @@ MAX_CONTINUATIONS = 3
 CUT_PLACEHOLDER = "[reply cut off at the output limit]"
 
 
+@dataclass(frozen=True)
+class Settled:
+    """What follows a reply: for a cut-off one, the note the model reads next, the notice for the person, and
+    whether the next reply continues this one's text."""
+
+    placeholder: str = ""  # the history's text for a cut-off reply that has none
+    note: str = ""
+    notice: str = ""
+    continues: bool = False
+
+
 def is_cut_off(completion: Completion | None) -> bool:
     return completion is not None and completion.finish_reason == "length"
+
+
+def settle(completion: Completion, turn: TurnState) -> Settled:
+    """What to do with a reply that may have stopped at the output limit; a cut-off reply's tool calls are
+    dropped from ``completion`` (never run with arguments cut mid-JSON). Sets ``turn.cut_off`` when the model
+    is asked to go on."""
+    turn.cut_off = False
+    if not is_cut_off(completion):
+        return Settled()
+    if completion.tool_calls:
+        note, notice = dropped_calls(completion)
+        completion.tool_calls = []
+        turn.cut_off = True
+        return Settled(CUT_PLACEHOLDER, note, notice)
+    turn.continuations += 1
+    said = continuation(turn.continuations)
+    if said is None:
+        return Settled(CUT_PLACEHOLDER, notice=gave_up_notice())
+    turn.cut_off = True
+    return Settled(CUT_PLACEHOLDER, *said, continues=True)
 
 
 def retry_notice(limit: int) -> str:

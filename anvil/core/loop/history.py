@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from anvil.core.events import AssistantMessage, Event, ToolCall
+from anvil.core.events import AssistantMessage, Event, Notice, ToolCall
 from anvil.core.model.protocol import Completion
+from anvil.core.session.checkpoints import CheckpointStore
 from anvil.core.session.store import Session
 
 E = TypeVar("E", bound=Event)
@@ -49,6 +50,26 @@ class History:
 
     def add_tool_result(self, call: ToolCall, output: str) -> None:
         self.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
+
+    def open_calls(self) -> list[ToolCall]:
+        """The newest reply's tool calls that have no result yet (a turn that broke off in the middle)."""
+        answered: set[str] = set()
+        for message in reversed(self.messages):
+            if message.get("role") == "tool":
+                answered.add(str(message.get("tool_call_id")))
+            elif message.get("role") == "assistant":
+                calls = message.get("tool_calls") or []
+                return [ToolCall(str(c.get("id")), (c.get("function") or {}).get("name", ""),
+                                 (c.get("function") or {}).get("arguments", ""))
+                        for c in calls if str(c.get("id")) not in answered]
+            else:
+                break
+        return []
+
+    def storage_notices(self, checkpoints: CheckpointStore) -> list[Notice]:
+        """What the session file and the checkpoints could not write (or write again), told once each."""
+        told = self.session.trouble.take() if self.session is not None else []
+        return [Notice(message) for message in [*told, *checkpoints.take_notices()]]
 
     def record(self, event: E) -> E:
         if self.session is not None:

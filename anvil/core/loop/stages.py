@@ -30,7 +30,10 @@ def _command(call: PreparedCall) -> str | None:
     """The shell command a call runs (for tools that run one and arguments that validated)."""
     if call.tool is None or call.args is None:
         return None
-    return call.tool.command(call.args)
+    try:
+        return call.tool.command(call.args)
+    except Exception:  # a stage word is not worth failing a call or a turn for
+        return None
 
 
 def _runs_tests(call: PreparedCall) -> bool:

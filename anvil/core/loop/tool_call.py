@@ -10,6 +10,7 @@ wait for an answer to an event it emitted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from anvil.core.events import (
     ToolCallStarted,
 )
 from anvil.core.hooks.runner import HookRunner, append_context
+from anvil.core.loop.failure import one_line, report
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.policy.verdict import Verdict
@@ -90,21 +92,34 @@ class ToolCaller:
         """Parse and validate a call's arguments: the outcome :meth:`run` then completes."""
         prepared = self.tools.prepare(call.name, call.arguments)
         tool = prepared.tool
-        phase = tool.phase(prepared.args) if tool and prepared.error is None else call.name
+        phase = call.name
+        if tool and prepared.error is None:
+            with contextlib.suppress(Exception):  # a label is not worth failing the call for
+                phase = tool.phase(prepared.args)
         return CallOutcome(call, prepared, phase)
 
     async def run(self, outcome: CallOutcome, stage: Callable[[PreparedCall], str | None]) -> AsyncIterator[Event]:
         """The call's events as they happen; ``outcome.result`` holds what the model reads afterwards."""
         call, prepared = outcome.call, outcome.prepared
-        yield self.record(ToolCallStarted(call.id, call.name, prepared.raw_args, outcome.phase,
-                                          stage=stage(prepared), kind=prepared.tool.kind if prepared.tool else "other"))
+        stage_word = None
+        with contextlib.suppress(Exception):  # a label is not worth failing the call for
+            stage_word = stage(prepared)
+        yield self.record(ToolCallStarted(call.id, call.name, prepared.raw_args, outcome.phase, stage=stage_word,
+                                          kind=prepared.tool.kind if prepared.tool else "other"))
         outcome.started = time.monotonic()
         tool = prepared.tool
         if prepared.error is not None or tool is None:
             outcome.result = ToolResult(prepared.error or "Unknown tool.", ok=False, summary="invalid call")
             return
-        async for event in self._approve_and_run(outcome, tool):
-            yield event
+        try:
+            async for event in self._approve_and_run(outcome, tool):
+                yield event
+        except Interrupted:
+            outcome.result = ToolResult(INTERRUPTED, ok=False, summary="interrupted")
+        except Exception as exc:  # the call's boundary: a bug before or around the tool is a tool error
+            message = report(self.ctx.data_dir, f"anvil, handling this {call.name} call", exc)
+            outcome.result = ToolResult(f"{message}. The call did not complete; tell the person if it keeps "
+                                        "happening.", ok=False, summary="internal error")
         if self.hooks is not None and not self.interrupt.is_set():
             post = await self.hooks.post_tool_use(call.name, outcome.prepared.raw_args, outcome.result, call.id)
             for notice in post.notices:
@@ -131,7 +146,7 @@ class ToolCaller:
             outcome.result = ToolResult(outcome.prepared.error, ok=False, summary="invalid input from hook")
             return
         verdict = self.policy.evaluate(tool, outcome.prepared.args, self.ctx)
-        if verdict.action == "ask" and pre is not None and pre.decision == "approve":
+        if verdict.action == "ask" and not verdict.person_only and pre is not None and pre.decision == "approve":
             verdict = Verdict("allow", by="hook")
         decision = _Decision()
         async for event in self._decide(outcome, tool, verdict, decision):
@@ -163,6 +178,7 @@ class ToolCaller:
                                 command=tool.command(outcome.prepared.args),
                                 cwd=str(verdict.cwd) if verdict.cwd else None,
                                 rule_files={scope: str(path) for scope, path in self.policy.files.items()},
+                                no_rule_reason=verdict.no_rule_reason,
                                 future=future)
         self._notify(f"anvil needs your approval: {outcome.phase}")
         try:
@@ -202,8 +218,8 @@ class ToolCaller:
         except ToolError as exc:
             return ToolResult(str(exc), ok=False, summary=str(exc).split("\n", 1)[0][:120])
         except Exception as exc:  # a bug in a tool must not end the session
-            return ToolResult(f"The {tool.name} tool failed unexpectedly: {type(exc).__name__}: {exc}",
-                              ok=False, summary="internal error")
+            return ToolResult(f"The {tool.name} tool failed unexpectedly: {one_line(exc)}", ok=False,
+                              summary="internal error")
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Final verification: the project's own checks, run when a turn that changed files is about to end.
 
 The commands come from the ``verify`` setting (e.g. ``["ruff check .", "pytest -q"]``) and run in order in
-the project root, each in its own process group with a timeout. A failure goes back to the model as a
-short, focused message (the command, its exit status and the tail of its output, where errors usually
-are), and the turn goes on for a bounded number of extra model calls.
+the project root, in the session's OS sandbox, each in its own process group with a timeout. A failure goes
+back to the model as a short, focused message (the command, its exit status and the tail of its output, where
+errors usually are), and the turn goes on for a bounded number of extra model calls.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anvil.core.context.snapshot import ENGINE_MARK
+from anvil.core.sandbox.lifetime import end_tagged
+from anvil.core.sandbox.sandbox import Sandbox, SandboxUnavailable
 
 TAIL_LINES = 60
 TAIL_CHARS = 4000
@@ -48,11 +50,17 @@ def tail(output: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     return text
 
 
-async def run_check(command: str, root: Path, timeout: float) -> CheckResult:
+async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox | None = None) -> CheckResult:
+    """One command, in the session's sandbox (the model wrote the code it checks)."""
     started = time.monotonic()
+    sandbox = sandbox or Sandbox.disabled(root)
     try:
-        process = await asyncio.create_subprocess_shell(
-            command, cwd=root, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        launch = await sandbox.launch(["/bin/sh", "-c", command], root)
+    except SandboxUnavailable as exc:
+        return CheckResult(command, False, None, str(exc), 0.0)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *launch.argv, cwd=root, env=launch.env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT, start_new_session=True)  # its own group: a timeout kills it all
     except OSError as exc:
         return CheckResult(command, False, None, f"Could not start the command: {exc}", 0.0)
@@ -61,6 +69,7 @@ async def run_check(command: str, root: Path, timeout: float) -> CheckResult:
     except (TimeoutError, asyncio.CancelledError) as exc:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        await end_tagged(launch.tag, grace=0)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(process.wait(), 5)
         if isinstance(exc, asyncio.CancelledError):
@@ -68,12 +77,17 @@ async def run_check(command: str, root: Path, timeout: float) -> CheckResult:
         return CheckResult(command, False, None, f"No result within {timeout:g}s; the command was stopped.",
                            time.monotonic() - started, timed_out=True)
     text = out.decode("utf-8", errors="replace")
-    return CheckResult(command, process.returncode == 0, process.returncode, text, time.monotonic() - started)
+    ok = process.returncode == 0
+    block = None if ok else sandbox.find_block(launch, text, root)
+    if block is not None:  # the model should read what the sandbox refused before the command's own words
+        text = f"{block.text()}\n{text}"
+    return CheckResult(command, ok, process.returncode, text, time.monotonic() - started)
 
 
-async def run_checks(commands: list[str], root: Path, timeout: float) -> list[CheckResult]:
+async def run_checks(commands: list[str], root: Path, timeout: float,
+                     sandbox: Sandbox | None = None) -> list[CheckResult]:
     """Every command, in order: all failures are worth seeing at once, not only the first."""
-    return [await run_check(command, root, timeout) for command in commands]
+    return [await run_check(command, root, timeout, sandbox) for command in commands]
 
 
 def failure_message(failures: list[CheckResult], retries_left: int) -> str:

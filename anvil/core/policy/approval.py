@@ -8,7 +8,9 @@ What needs asking, by default, follows the approval need each tool declares (``T
   commands, each allowed by a rule on its own, risky forms and the hard-deny list handled there.
 - "rule" (kill_command, run_tests, MCP and web tools): tool rules written ``name(subject)`` (``run_tests(*)``,
   ``mcp__github__*(*)``, ``web_fetch(domain:docs.python.org)``), else ask.
-- "edit" (edits and writes): apply without asking, unless ``ask_edits`` is on and the mode is ``ask``.
+- "edit" (edits and writes): apply without asking, unless ``ask_edits`` is on and the mode is ``ask``; writes to
+  protected paths (anvil's configuration, git's files, shell start-up files) are asked about in every mode and
+  refused headless, unless a rule names the file (:mod:`anvil.core.policy.protected_writes`).
 - "none" (reads, searches, todos): never ask.
 
 Rules come in three scopes. ``session`` rules live in memory. ``project`` and ``user`` rules arrive as
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from anvil.core.policy.protected_writes import protected_verdict
 from anvil.core.policy.rule_files import save_rule
 from anvil.core.policy.rules import CommandRule, CommandRules, RuleError
 from anvil.core.policy.shell_parse import parse_command
@@ -40,6 +43,11 @@ MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")
 _TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
+UNSANDBOXED_HEADLESS = (
+    "Not run: running a command outside the sandbox needs the person's approval, and nobody can answer here (a "
+    "headless run). Do without it, or say what you would have run and why. If the sandbox is in the way, the "
+    "person can allow what the command needs in .anvil/config.toml ([sandbox] writable = [\"/path\"] or "
+    "network = true), or run without a sandbox with [sandbox] mode = \"off\".")
 
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
@@ -186,15 +194,26 @@ class ApprovalPolicy:
 
     def evaluate(self, tool: Tool, args: Any, ctx: ToolContext) -> Verdict:
         """The verdict on one call, from the tool's declared approval need (never from its name)."""
+        outside = tool.outside_sandbox(args) if ctx.sandbox.active else None
         if self.mode == "plan":
-            return self._evaluate_plan(tool, args, ctx)
+            verdict = self._evaluate_plan(tool, args, ctx)
+            if outside is not None and verdict.action == "allow":
+                return Verdict("deny", by="plan mode", reasons=("it would run outside the sandbox",),
+                               message=PLAN_MODE_DENIAL.format(what=f"{tool.name} outside the sandbox"))
+            return verdict
+        if outside is not None:
+            return self._evaluate_unsandboxed(tool, args, ctx, outside)
+        if tool.write_targets(args):
+            protected = protected_verdict(tool, args, ctx, self.tool_rules)
+            if protected is not None:
+                return protected
         match tool.approval:
             case "command":
                 from anvil.core.policy.command_policy import evaluate_command
 
                 shell = ctx.state.get("shell")
                 return evaluate_command(tool.command(args) or "", self.rules, ctx.root, self.home, self.auto_approve,
-                                        cwd=getattr(shell, "cwd", None))
+                                        cwd=getattr(shell, "cwd", None), writes_confined=ctx.sandbox.active)
             case "edit" if self.ask_edits and self.mode == "ask":
                 return Verdict("ask", by="ask_edits", reasons=("edits need approval (ask_edits = true)",),
                                message="Not applied: edits need the user's approval.",
@@ -229,6 +248,24 @@ class ApprovalPolicy:
                 "allow", by="no approval needed")
         return Verdict("deny", by="plan mode", reasons=(f"{tool.name} can change files or run code",),
                        message=PLAN_MODE_DENIAL.format(what=tool.name))
+
+    def _evaluate_unsandboxed(self, tool: Tool, args: Any, ctx: ToolContext, reason: str) -> Verdict:
+        """A call that asks to run outside the OS sandbox: refused where the policy refuses it anyway, otherwise
+        always the person's decision: no allow rule, auto mode or hook approves it, and no "always" is offered.
+        Where nobody can answer (headless) it is refused with what the person can configure instead."""
+        from anvil.core.policy.command_policy import evaluate_command
+
+        shell = ctx.state.get("shell")
+        command = tool.command(args) or ""
+        verdict = evaluate_command(command, self.rules, ctx.root, self.home, False, cwd=getattr(shell, "cwd", None))
+        if verdict.action == "deny":
+            return verdict
+        why = f"runs outside the sandbox: {reason}"
+        if ctx.ask is None:
+            return Verdict("deny", by="sandbox", reasons=(why,), cwd=verdict.cwd, message=UNSANDBOXED_HEADLESS)
+        return Verdict("ask", by="sandbox", reasons=(why, *verdict.reasons), cwd=verdict.cwd, person_only=True,
+                       no_rule_reason="running a command outside the sandbox is asked every time",
+                       message="Not run: running a command outside the sandbox needs the person's approval.")
 
     def _evaluate_tool(self, tool: Tool, args: Any) -> Verdict:
         name = tool.name

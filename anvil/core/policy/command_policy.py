@@ -6,16 +6,20 @@ Order, first match wins:
    for the hard-deny list, and a person is there to look; headless refuses and the model can
    rewrite it (simpler, or as a script file).
 2. Hard-deny (see ``command_risk``): refused, even with auto-approve, with a message telling the
-   model not to look for another way.
+   model not to look for another way. Under auto-approve, also a destructive command whose target is
+   only known at run time (``rm -rf $x``): nobody would see it, so the model is told to write the
+   target out or ask the person. Without auto-approve it is asked about, whatever the rules say.
 3. A deny rule on any part: refused, naming the rule. Deny beats allow and auto-approve, because a
    deny rule is something the person wrote down on purpose.
 4. Auto-approve: allowed, risky or not.
 5. Every part allowed by a rule: allowed. But a rule only covers a risky part when it names the
    words that make it risky: ``git *`` allows ``git status`` and not ``git push --force``;
    ``rm *`` allows ``rm notes.txt`` but not ``rm -rf build``, which needs ``rm -rf *``; a delete
-   outside the project needs a rule naming that path. Risky parts with nothing a rule could name
-   (``curl … | sh``, a program only known at run time) always ask. Broad rules stay useful for
-   everyday commands without quietly covering the dangerous forms.
+   outside the project needs a rule naming that path; ``GIT_DIR=x git status`` needs a rule that
+   spells ``GIT_DIR=x`` out. Risky parts with nothing a rule could name (``curl … | sh``, a program
+   only known at run time, code bash evaluates that the text does not show) always ask. Broad rules
+   stay useful for everyday commands without quietly covering the dangerous forms. A part that runs
+   no program (``x=1``) needs no rule, unless it is risky (``PROMPT_COMMAND=…``): then it asks.
 6. Otherwise ask about the first part no rule covers, with every risk reason, and an "always
    allow" pattern that keeps the risky words literal (``rm -rf *``) so that, once saved, the same
    command does not ask again.
@@ -28,43 +32,40 @@ from pathlib import Path
 
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
 from anvil.core.policy.rules import CommandRule, CommandRules, suggest_pattern
-from anvil.core.policy.shell_command import SimpleCommand
+from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand
 from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.verdict import Verdict
 
 
 def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,
-                     auto_approve: bool = False, cwd: Path | None = None) -> Verdict:
-    """The verdict, naming the directory it was evaluated in, so an approval shows where the command runs."""
-    verdict = _verdict(command, rules, root, home, auto_approve, cwd)
+                     auto_approve: bool = False, cwd: Path | None = None, *, writes_confined: bool = False) -> Verdict:
+    """The verdict, naming the directory it was evaluated in, so an approval shows where the command runs.
+
+    ``writes_confined``: the command runs in the OS sandbox, which enforces where it may write, so findings that
+    are risky only because of a write target (outside the project, a dotfile, ``.git``) do not ask; a write the
+    sandbox refuses fails and is reported as blocked."""
+    verdict = _verdict(command, rules, root, home, auto_approve, cwd, writes_confined)
     return dataclasses.replace(verdict, cwd=cwd or root)
 
 
 def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_approve: bool,
-             cwd: Path | None) -> Verdict:
+             cwd: Path | None, writes_confined: bool = False) -> Verdict:
     parsed = parse_command(command)
     if not parsed.ok:
         reason = f"the command could not be checked: {parsed.error}"
         return Verdict("ask", by="parse failure", reasons=(reason,),
                        message=f"Not run: {reason}. Simplify the command or put it in a script file.")
     report = classify(parsed, root, home, cwd)
-    hard = tuple(dict.fromkeys(f.reason for f in report.findings if f.level == "hard_deny"))
-    if hard:
-        return Verdict("deny", by="hard-deny", reasons=hard, message=(
-            f"Refused: this command {hard[0]}. anvil never runs it, even with auto-approve. Do not try "
-            "to reach the same result another way; if it is really needed, ask the user to run it."))
-    decision = rules.decide(parsed)
-    if decision.action == "deny" and decision.rule is not None and decision.command is not None:
-        rule, part = decision.rule, decision.command.text
-        reason = f"matches the {rule.scope} deny rule '{rule.pattern}'"
-        return Verdict("deny", by=rule.pattern, reasons=(reason,), message=(
-            f"Refused by the user's deny rule '{rule.pattern}' ({rule.scope} scope): {part}. "
-            "Do not retry it or work around it; ask the user if it is needed."))
+    if writes_confined:
+        report = RiskReport(tuple(f for f in report.findings if not f.confinable))
+    refusal = _refusal(parsed, report, rules, auto_approve)
+    if refusal is not None:
+        return refusal
     if auto_approve:
         return Verdict("allow", by="auto-approve", reasons=report.reasons)
     used: list[CommandRule] = []
     for i, cmd in enumerate(parsed.commands):
-        risky = [f for f in report.for_command(i) if f.level == "risky"]
+        risky = [f for f in report.for_command(i) if f.level in ("risky", "unattended_deny")]
         if not cmd.words:  # assignments, bare redirections: nothing to allow unless they are risky
             if risky:
                 return _ask(cmd, risky, report, ())
@@ -78,8 +79,32 @@ def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_app
     return Verdict("allow", by=by, reasons=report.reasons)
 
 
+def _refusal(parsed: ParsedCommand, report: RiskReport, rules: CommandRules, auto_approve: bool) -> Verdict | None:
+    """A command refused outright: on the hard-deny list, destructive and blind under auto-approve, or denied by
+    a rule."""
+    hard = tuple(dict.fromkeys(f.reason for f in report.findings if f.level == "hard_deny"))
+    if hard:
+        return Verdict("deny", by="hard-deny", reasons=hard, message=(
+            f"Refused: this command {hard[0]}. anvil never runs it, even with auto-approve. Do not try "
+            "to reach the same result another way; if it is really needed, ask the user to run it."))
+    blind = tuple(dict.fromkeys(f.reason for f in report.findings if f.level == "unattended_deny"))
+    if blind and auto_approve:
+        return Verdict("deny", by="hard-deny", reasons=blind, message=(
+            f"Refused: this command {blind[0]}. With auto-approve anvil never runs a destructive command whose "
+            "target it cannot see. If you know the exact path, write it out literally so it can be checked; "
+            "otherwise do not look for another way to do it: ask the user to run it."))
+    decision = rules.decide(parsed)
+    if decision.action == "deny" and decision.rule is not None and decision.command is not None:
+        rule, part = decision.rule, decision.command.text
+        reason = f"matches the {rule.scope} deny rule '{rule.pattern}'"
+        return Verdict("deny", by=rule.pattern, reasons=(reason,), message=(
+            f"Refused by the user's deny rule '{rule.pattern}' ({rule.scope} scope): {part}. "
+            "Do not retry it or work around it; ask the user if it is needed."))
+    return None
+
+
 def _covers(rule: CommandRule, risky: list[Finding]) -> bool:
-    return all(f.triggers and all(rule.names(t) for t in f.triggers) for f in risky)
+    return all(f.triggers and all(rule.names(t, f.exact) for t in f.triggers) for f in risky)
 
 
 def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
@@ -93,5 +118,5 @@ def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
     if cmd.words and all(f.triggers for f in risky):
         suggestion = suggest_pattern(cmd, keep=[t for f in risky for t in f.triggers])
     message = "Not run: the command needs the user's approval" + (f" ({reasons[0]})." if reasons else ".")
-    return Verdict("ask", by="risk" if candidates else "no matching rule", reasons=tuple(reasons),
+    return Verdict("ask", by="risk" if candidates or not cmd.words else "no matching rule", reasons=tuple(reasons),
                    message=message, suggested_pattern=suggestion)

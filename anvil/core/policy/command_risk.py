@@ -2,23 +2,29 @@
 
 Decisions:
 
-* Three levels. ``hard_deny`` is refused even with auto-approve: commands with no plausible use
+* Four levels. ``hard_deny`` is refused even with auto-approve: commands with no plausible use
   in a coding session whose mistakes cannot be undone (``rm -rf /``, ``~``, ``$HOME``, the project
   itself or a system directory; ``mkfs``; ``dd`` or a redirection onto a disk device; fork bombs;
-  shutdown/reboot; recursive chmod/chown of ``/``; ``kill -9 -1``). ``risky`` keeps asking under
-  broad rules (see ``command_policy``). Everything else is ``normal``.
+  shutdown/reboot; recursive chmod/chown of ``/``; ``kill -9 -1``). ``unattended_deny`` is a
+  destructive command whose target only the running shell knows (``rm -rf $x``, ``find "$d" -delete``,
+  ``xargs rm -rf``, ``dd of=$(...)``, a delete through a symbolic link): always asked about, and refused
+  under auto-approve, where nobody would see it. ``risky`` keeps asking under broad rules (see
+  ``command_policy``). Everything else is ``normal``.
 * Each finding carries ``triggers``: the words an allow rule must spell out to cover it (``-rf``,
-  ``--force``, a path outside the project). A finding with no triggers (a download piped into a
-  shell, a program only known at run time) cannot be pre-approved by any rule.
+  ``--force``, a path outside the project); ``exact`` ones only when written out word for word
+  (``GIT_DIR=x``). A finding with no triggers (a download piped into a shell, a program only known at
+  run time, code bash evaluates that the text does not show) cannot be pre-approved by any rule.
 * Most risky forms are data: rows in :mod:`anvil.core.policy.risk_rows` (program, subcommand, flags, reason).
   Programs whose risk depends on their paths or on how their words combine have a handler here
-  (``_HANDLERS``); a program can have both, and the handler's findings come first.
+  (``_HANDLERS``); a program can have both, and the handler's findings come first. Hidden code and
+  environment settings are found by :mod:`.risk_eval`, fork bombs and kills of everything by
+  :mod:`.risk_processes`, executed downloads by :mod:`.risk_downloads`.
 * Where a path lands (the project, scratch space, home, a system directory) is judged in
-  :mod:`anvil.core.policy.risk_paths`; this module finds which words are paths and tracks ``cd``.
-  A delete whose target is only known at run time is risky; a plain write to one is not (that is
-  most build output, and flagging it would teach people to click through).
-* This is a safety net for honest mistakes, not a sandbox: code inside ``python -c`` or a script
-  file is not read.
+  :mod:`anvil.core.policy.risk_paths` (and, through variables and symbolic links, :mod:`.risk_targets`);
+  this module finds which words are paths and tracks ``cd``. A write to a path only known at run time is
+  risky: a broad rule (``echo *``) does not cover ``> $d/profile``.
+* This is a safety net, not a sandbox: code inside ``python -c`` or a script file is not read, and what
+  the OS sandbox allows is what is enforced.
 """
 
 from __future__ import annotations
@@ -27,17 +33,21 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 
+from anvil.core.policy.risk_downloads import executed_downloads
+from anvil.core.policy.risk_eval import code_strings, hidden_code
+from anvil.core.policy.risk_options import option_risks
 from anvil.core.policy.risk_paths import Places, strip_glob
+from anvil.core.policy.risk_processes import dynamic_pids, fork_bombs, kills_everything
 from anvil.core.policy.risk_rows import RiskLevel, has_short, rows_for, split_options
+from anvil.core.policy.risk_targets import RunTimeTargets, find_parts
 from anvil.core.policy.rules import subcommand_index
 from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand, is_dynamic
 from anvil.core.policy.shell_parse import parse_command
-from anvil.core.policy.shell_words import SHELLS, privileged_inner
+from anvil.core.policy.shell_words import privileged_inner
 
-_ORDER = {"normal": 0, "risky": 1, "hard_deny": 2}
+_ORDER = {"normal": 0, "risky": 1, "unattended_deny": 2, "hard_deny": 3}
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,9 @@ class Finding:
     reason: str
     command: int  # index into ParsedCommand.commands
     triggers: tuple[str, ...] = ()  # words a rule must name to cover this; () = no rule can
+    exact: bool = False  # the triggers must be written out word for word, not matched by a wildcard
+    #: risky only because of where it writes: the OS sandbox enforces that boundary when it is on
+    confinable: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,12 +82,6 @@ def classify(command: str | ParsedCommand, root: Path, home: Path, cwd: Path | N
     return _Checker(parsed, root, home, cwd or root).run()
 
 
-_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh", "aria2c"})
-_INTERPRETER = re.compile(r"(python[0-9.]*|pypy3?|node|nodejs|deno|bun|ruby|perl|php)")
-_GIT_RUNS = re.compile("|".join((  # git config keys whose value is a command git will run
-    r"core\.(pager|sshcommand|fsmonitor|editor|hookspath|askpass)", r"sequence\.editor", r"alias\.",
-    r"diff\.external", r".*\.textconv", r"credential\.helper", r"gpg\.program", r".*command")), re.I)
-_FORK_BOMB = re.compile(r"([\w:.]+)\(\)\{\1\|\1&")
 _WORLD_WRITABLE = re.compile(r"0?[0-7]?7[0-7][2367]|0?[0-7]?777|[ao]?[+=][rwx]*w[rwx]*")
 _SETUID = re.compile(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*")
 
@@ -82,42 +89,6 @@ _SETUID = re.compile(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*")
 def _short(text: str, limit: int = 70) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-_FIND_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex",
-                         "-iregex", "-type", "-xtype", "-newer", "-mtime", "-mmin", "-atime", "-amin",
-                         "-ctime", "-cmin",
-                         "-size", "-user", "-group", "-uid", "-gid", "-perm", "-empty", "-links", "-inum",
-                         "-samefile", "-lname", "-ilname", "-prune", "-used", "-readable", "-writable"})
-
-
-def _find_parts(args: tuple[str, ...]) -> tuple[list[str], bool]:
-    """find's start paths, and whether a test (``-name``, ``-type``...) filters what it visits.
-    Unfiltered, ``find X -delete`` is ``rm -rf X``."""
-    k = next((k for k, a in enumerate(args) if a[:1] in "-(!" and a not in ("-L", "-P", "-H")), len(args))
-    starts = [a for a in args[:k] if a not in ("-L", "-P", "-H")] or ["."]
-    expression, in_exec = [], False
-    for a in args[k:]:  # the words of -exec ... ; are not find's own tests
-        in_exec = (in_exec and a not in (";", "+")) or a in ("-exec", "-execdir", "-ok", "-okdir")
-        if not in_exec:
-            expression.append(a)
-    return starts, any(a in _FIND_TESTS for a in expression)
-
-
-def _executes_input(words: tuple[str, ...]) -> bool:
-    """A shell or interpreter that runs whatever it reads on stdin (``sh``, ``sudo bash -s``)."""
-    inner = privileged_inner(words)
-    words = inner[1] if inner else words
-    if not words:
-        return False
-    name = posixpath.basename(words[0])
-    if name not in SHELLS and not _INTERPRETER.fullmatch(name):
-        return False
-    opts, operands = split_options(words[1:])
-    if any(o in ("-e", "-m", "--eval", "-p", "-r") or (name in SHELLS and "c" in o[1:] and o[1] != "-")
-           for o in opts):
-        return False
-    return not operands or operands[0] == "-" or "-s" in opts
 
 
 @dataclass(frozen=True)
@@ -159,6 +130,7 @@ class _Checker:
     def __init__(self, parsed: ParsedCommand, root: Path, home: Path, cwd: Path) -> None:
         self.parsed, self.cmds = parsed, parsed.commands
         self.places = Places.of(root, home)
+        self.runtime = RunTimeTargets(parsed, self.places)
         self.cwd: str | None = posixpath.normpath(str(cwd))
         self.findings: list[Finding] = []
         self.i, self.text = 0, ""
@@ -173,16 +145,34 @@ class _Checker:
             if cmd.name in ("cd", "pushd", "popd") and cmd.origin == "command":
                 target = cmd.args[0] if cmd.args else "~"
                 self.cwd = None if cmd.name == "popd" or target == "-" else self.places.resolve(target, cwd)
-        self._downloads()
-        compact = re.sub(r"\s+", "", self.parsed.source)
-        if _FORK_BOMB.search(compact) or "{:|:&}" in compact:
-            self._add("hard_deny", "is a fork bomb (starts processes until the machine stalls)", index=0)
+        for index, reason in executed_downloads(self.cmds):
+            self._add("risky", reason, index=index)
+        hidden = hidden_code(self.parsed)
+        for h in hidden:
+            self._add("risky", h.reason, h.triggers, index=h.command, exact=True)
+        if any(not h.triggers for h in hidden):
+            self._hidden_strings()
+        for index in fork_bombs(self.parsed):
+            self._add("hard_deny", "is a fork bomb (starts copies of itself until the machine stalls)", index=index)
         unique = dict.fromkeys(self.findings)
         return RiskReport(tuple(unique))
 
+    def _hidden_strings(self) -> None:
+        """Code bash may evaluate from a value (``x='a[$(rm -rf ~)]'; (( x ))``) is refused like code in the open
+        when it is on the hard-deny list."""
+        for source in code_strings(self.parsed):
+            parsed = parse_command(source)
+            if not parsed.ok:
+                continue
+            for f in _Checker(parsed, Path(self.places.root), Path(self.places.home), Path(self.cwd or "/")).run(
+                    ).findings:
+                if f.level == "hard_deny":
+                    self._add("hard_deny", f"hides, in a value bash evaluates, a command that {f.reason}", index=0)
+
     def _add(self, level: RiskLevel, reason: str, triggers: tuple[str, ...] = (),
-             index: int | None = None) -> None:
-        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers))
+             index: int | None = None, exact: bool = False, confinable: bool = False) -> None:
+        self.findings.append(Finding(level, reason, self.i if index is None else index, triggers, exact,
+                                     confinable))
 
     # --- paths ---------------------------------------------------------------------------------------
 
@@ -190,25 +180,66 @@ class _Checker:
         """``{}`` in ``find -exec`` stands for what find visits, starting with its start paths."""
         if cmd.origin != "find -exec" or cmd.parent is None or "{}" not in operands:
             return operands
-        starts, filtered = _find_parts(self.cmds[cmd.parent].args)
+        starts, filtered = find_parts(self.cmds[cmd.parent].args)
         visited = [f"{s.rstrip('/')}/{{}}" if filtered else s for s in starts]  # filtered: only things below
         return [w for w in operands if w != "{}"] + visited
 
-    def _deletes(self, operands: list[str], cwd: str | None, recursive: bool) -> None:
+    def _deletes(self, operands: list[str], cwd: str | None, recursive: bool, blind: str = "") -> None:
+        """Deletes of ``operands``; ``blind``: how the command destroys (``deletes recursively``) when a target only
+        known at run time must not run unattended (a recursive or wholesale delete)."""
+        how = blind or ("deletes recursively" if recursive else "")
         for t in operands:
             path = self.places.resolve(t, cwd)
             if path is None:
-                self._add("risky", f"deletes a path only known at run time: {t}", (t,))
+                self._unknown_target(t, cwd, how or "deletes", blind=bool(how))
             elif recursive and (what := self.places.catastrophic(strip_glob(path))):
                 self._hard(f"deletes {what}")
+            elif how and (link := self.runtime.through_link(t, path)):
+                self._through_link(t, link, how)
             elif self.places.outside(path):
                 self._add("risky", f"deletes outside the project: {t}", (t,))
 
+    def _unknown_target(self, t: str, cwd: str | None, how: str, blind: bool) -> None:
+        """A target only the running shell knows. Refused when a value this command gives a variable makes it
+        unthinkable; else asked about, and (``blind``) refused under auto-approve."""
+        for path in self.runtime.candidates(t, cwd):
+            risk = self.places.write_risk(path)
+            if what := self.places.catastrophic(strip_glob(path)):
+                self._hard(f"{how} {what} (through a variable set to {path})")
+                return
+            if risk is not None and risk[0] == "hard_deny":
+                self._hard(f"{risk[1]} (through a variable set to {path})")
+                return
+        if blind:
+            self._add("unattended_deny", f"{how} a path only known at run time: {t}")
+        else:
+            self._add("risky", f"{how} a path only known at run time: {t}", (t,))
+
+    def _through_link(self, t: str, link: tuple[str, str | None], how: str) -> None:
+        kind, real = link
+        if real is not None and (what := self.places.catastrophic(strip_glob(real))):
+            self._hard(f"{how} {what} ({kind}: {t})")
+        else:
+            self._add("unattended_deny", f"{how} {kind}: {t}" + (f" (really {real})" if real else ""))
+
     def _write(self, target: str, cwd: str | None, shown: str) -> None:
-        risk = self.places.write_risk(self.places.resolve(target, cwd))
+        path = self.places.resolve(target, cwd)
+        if path is None:
+            self._unknown_write(target, cwd, shown)
+            return
+        risk = self.places.write_risk(path)
         if risk is not None:
             level, what = risk
-            self._add(level, f"{what}: {shown}", (target,) if level == "risky" else ())  # no rule covers a hard deny
+            risky = level == "risky"  # no rule covers a hard deny, and no sandbox makes it harmless
+            self._add(level, f"{what}: {shown}", (target,) if risky else (), confinable=risky)
+
+    def _unknown_write(self, target: str, cwd: str | None, shown: str) -> None:
+        for path in self.runtime.candidates(target, cwd):
+            risk = self.places.write_risk(path)
+            if risk is not None and risk[0] == "hard_deny":
+                self._add("hard_deny", f"{risk[1]} (through a variable set to {path}): {shown}")
+                return
+        self._add("risky", f"writes to a path only known at run time: {shown}", (target,), confinable=True)
 
     # --- commands ------------------------------------------------------------------------------------
 
@@ -226,8 +257,6 @@ class _Checker:
         if is_dynamic(program) or re.search(r"[*?]|\{.*,.*\}", program):  # $x, $(...), globs, {a,b}
             self._risky("runs a command whose name is only known at run time")
             return
-        if any(e.startswith(("LD_PRELOAD=", "LD_LIBRARY_PATH=", "DYLD_")) for e in cmd.env):
-            self._risky("loads other libraries into the program")
         inner = privileged_inner(words)
         name = posixpath.basename(program)
         if inner is not None or name == "su":
@@ -240,6 +269,8 @@ class _Checker:
         handler = _HANDLERS.get(call.name)
         if handler is not None:
             handler(self, call)
+        for reason, triggers in option_risks(call.words, call.sub_at):
+            self._risky(reason, *triggers)
         self._rows(call)
 
     def _rows(self, call: _Call) -> None:
@@ -252,8 +283,6 @@ class _Checker:
                 self._hard(row.reason)
             else:
                 self._risky(row.reason, *triggers)
-            if row.final:
-                break
 
     # --- handlers: programs whose risk depends on their paths or on how their words combine -----------
 
@@ -268,42 +297,63 @@ class _Checker:
             self._risky(f"deletes {how}", *dict.fromkeys(rec + force))
         if name == "shred":
             self._risky("destroys file contents", call.program)
+        wholesale = "destroys the contents of" if name == "shred" else "deletes recursively" if rec else ""
         if "xargs" in call.cmd.wrappers:
-            self._risky("deletes the paths it reads from input", call.program)
-        self._deletes(self._targets(call.cmd, call.operands), call.cwd, bool(rec))
+            if wholesale:
+                self._add("unattended_deny", f"{wholesale} the paths it reads from its input: {_short(self.text)}")
+            else:
+                self._risky("deletes the paths it reads from input", call.program)
+        targets = self._targets(call.cmd, call.operands)
+        from_find = call.cmd.origin == "find -exec" and any("{}" in t for t in targets)
+        self._deletes(targets, call.cwd, bool(rec), wholesale or ("deletes" if from_find else ""))
 
     def _find(self, call: _Call) -> None:
         if "-delete" in call.args:
             self._risky("deletes what find matches", "-delete")
-            starts, filtered = _find_parts(call.args)
-            self._deletes(starts, call.cwd, not filtered)
+            starts, filtered = find_parts(call.args)
+            self._deletes(starts, call.cwd, not filtered, "deletes what it finds under")
 
     def _copies(self, call: _Call) -> None:
         name, args, operands, cwd = call.name, call.args, call.operands, call.cwd
         target = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in ("-t", "--target-directory")),
                       None)
         sources, dest = (operands, target) if target else (operands[:-1], operands[-1] if operands else None)
-        for s in sources if name == "mv" else ():
-            path = self.places.resolve(s, cwd)
-            if what := path and self.places.catastrophic(path):
-                self._hard(f"moves away {what}")
-            elif path and self.places.outside(path):
-                self._add("risky", f"moves files from outside the project: {s}", (s,))
+        if name == "mv":
+            self._moves(sources, cwd)
+        if name == "ln" and any(has_short(o, "s") or o == "--symbolic" for o in call.opts) and dest is not None:
+            for s in sources[:1]:
+                self.runtime.made_link(self.places.resolve(dest, cwd), s)
         if name in ("rsync", "scp") and any(re.match(r"[\w.@-]+:", w) for w in operands):
             self._risky("copies files to or from another machine", name)
         elif dest is not None:
             self._write(dest, cwd, dest)
         if name == "rsync" and (deletes := [o for o in call.opts if o.startswith("--delete")]):
             self._risky("deletes files at the destination", *deletes)
+            if dest is not None and self.places.resolve(dest, cwd) is None:
+                self._unknown_target(dest, cwd, "deletes files in", blind=True)
+
+    def _moves(self, sources: list[str], cwd: str | None) -> None:
+        for s in sources:
+            path = self.places.resolve(s, cwd)
+            if what := path and self.places.catastrophic(path):
+                self._hard(f"moves away {what}")
+            elif path and self.places.outside(path):
+                self._add("risky", f"moves files from outside the project: {s}", (s,))
 
     def _writes_operands(self, call: _Call) -> None:
         for t in call.operands:
-            if not (call.name == "truncate" and t[:1].isdigit()):  # truncate -s 0 FILE
+            if call.name == "truncate" and t[:1].isdigit():  # truncate -s 0 FILE
+                continue
+            if call.name == "truncate" and self.places.resolve(t, call.cwd) is None:
+                self._unknown_target(t, call.cwd, "truncates", blind=True)
+            else:
                 self._write(t, call.cwd, t)
 
     def _dd(self, call: _Call) -> None:
         for a in call.args:
-            if a.startswith("of="):
+            if a.startswith("of=") and self.places.resolve(a[3:], call.cwd) is None:
+                self._unknown_target(a[3:], call.cwd, "writes raw data to", blind=True)
+            elif a.startswith("of="):
                 self._write(a[3:], call.cwd, a)
 
     def _permissions(self, call: _Call) -> None:
@@ -317,6 +367,8 @@ class _Checker:
             self._mode(mode)
         for t in operands[1:] if mode else operands:
             path = self.places.resolve(t, call.cwd)
+            if path is None and rec:
+                self._unknown_target(t, call.cwd, f"changes {what} recursively of", blind=True)
             catastrophic = path and self.places.catastrophic(strip_glob(path))
             if rec and catastrophic and catastrophic != "the whole project":
                 self._hard(f"changes {what} of {catastrophic} recursively")
@@ -330,9 +382,14 @@ class _Checker:
             self._risky("sets the setuid/setgid bit", mode)
 
     def _kill(self, call: _Call) -> None:
-        # the first operand or option is the signal (kill -9 -1); -1 after it means every process
-        if "-1" in (call.operands + call.opts)[1 if call.opts else 0:]:
+        if kills_everything(call.words, call.name):
             self._hard("kills every process you own")
+        elif call.name == "kill" and (pids := dynamic_pids(call.words)):
+            self._risky("kills processes chosen at run time", *pids)
+
+    def _source(self, call: _Call) -> None:
+        if call.operands:  # code this shell runs and can set anything for the commands after it
+            self._risky("runs the shell code in a file", call.operands[0])
 
     def _ssh(self, call: _Call) -> None:
         if len(call.operands) >= 2:
@@ -341,37 +398,6 @@ class _Checker:
     def _crontab(self, call: _Call) -> None:
         if "-r" in call.opts or call.operands:
             self._risky("replaces or removes your cron jobs", call.program)
-
-    def _git(self, call: _Call) -> None:
-        """What git's table rows cannot say: ``-c key=command`` before the subcommand, and ``git config``
-        changing the configuration of every repository."""
-        head = call.words[:call.sub_at] if call.sub_at is not None else call.words
-        if config := [v for k, v in pairwise(head) if k == "-c" and _GIT_RUNS.match(v)]:
-            self._risky("sets git configuration that runs commands", *config)
-        if call.sub == "config":
-            opts, operands = split_options(call.after)
-            flags = [o for o in opts if o in ("--global", "--system")]
-            if flags and (len(operands) >= 2 or any(o.startswith(("--unset", "--add", "--replace", "--remove"))
-                                                    for o in opts)):
-                self._risky("changes git configuration outside the project", *flags)
-
-    def _downloads(self) -> None:
-        """Downloaded bytes that end up executed: ``curl | sh``, ``bash <(curl)``, ``eval "$(curl)"``."""
-        for d in self.cmds:
-            if d.name not in _DOWNLOADERS:
-                continue
-            for j, c in enumerate(self.cmds):
-                if c.pipeline == d.pipeline and c.stage > d.stage and _executes_input(c.words):
-                    shown = f"{_short(d.text, 40)} | {_short(c.text, 25)}"
-                    self._add("risky", f"pipes a download into a shell: {shown}", index=j)
-            parent = self.cmds[d.parent] if d.parent is not None else None
-            if parent is not None and d.origin in ("substitution", "process substitution"):
-                inner = privileged_inner(parent.words)
-                words = inner[1] if inner else parent.words
-                name = posixpath.basename(words[0]) if words else ""
-                if name in SHELLS or _INTERPRETER.fullmatch(name) or name in ("eval", "source", ".") or (
-                        is_dynamic(parent.program)):
-                    self._add("risky", f"runs downloaded code: {_short(parent.text)}", index=d.parent)
 
 
 _Handler = Callable[[_Checker, _Call], None]
@@ -382,8 +408,8 @@ _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(("tee", "truncate", "touch"), _Checker._writes_operands),
     "dd": _Checker._dd,
     **dict.fromkeys(("chmod", "chown", "chgrp"), _Checker._permissions),
-    "kill": _Checker._kill,
+    **dict.fromkeys(("kill", "pkill", "killall", "killall5"), _Checker._kill),
     "ssh": _Checker._ssh,
+    **dict.fromkeys(("source", "."), _Checker._source),
     "crontab": _Checker._crontab,
-    "git": _Checker._git,
 }

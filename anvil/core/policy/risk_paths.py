@@ -4,7 +4,7 @@
 says where they land (the project, scratch space, the home directory, a system directory) and how much that
 matters. Kept apart because it is a question about places, not commands: every command check asks it the same way.
 
-* Paths are resolved without touching the disk: ``~``, ``$HOME`` and ``$PWD`` are expanded, relative paths
+* Paths are resolved without touching the disk: ``~``, ``$HOME``, ``$PWD`` and ``~+`` are expanded, relative paths
   follow the working directory the caller tracks (``cd`` earlier in the same command), a trailing glob
   (``dir/*``) counts as the directory (:func:`strip_glob`), so a verdict depends on the command's text alone.
 * Scratch space strictly below ``/tmp`` and ``/var/tmp`` is not "outside": builds and tests write there all day,
@@ -61,7 +61,7 @@ class Places:
         """The absolute path ``word`` names when run in ``cwd`` (None: unknown), or None when only the
         running shell could tell (``$x``, ``$(...)``, ``~user``)."""
         for prefix, value in (("~", self.home), ("$HOME", self.home), ("${HOME}", self.home),
-                              ("$PWD", cwd), ("${PWD}", cwd)):
+                              ("$PWD", cwd), ("${PWD}", cwd), ("~+", cwd)):
             if word == prefix or word.startswith(prefix + "/"):
                 if value is None:
                     return None

@@ -15,7 +15,7 @@ How a row is read:
   ``requires`` must be there too, ``unless`` must not (``--dry-run``).
 * ``trigger``: what an allow rule must name to cover the finding: the flags found (``FOUND``, the default), the
   subcommand, the program, or a fixed word. Hard-deny rows have none: no rule covers them.
-* Every matching row of a program adds a finding, in table order, unless one marked ``final`` matched first.
+* Every matching row of a program adds a finding, in table order.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-RiskLevel = Literal["normal", "risky", "hard_deny"]
+RiskLevel = Literal["normal", "risky", "unattended_deny", "hard_deny"]
 
-#: Where a :class:`Words` looks, among a row's words: options (before ``--``), operands, the first operand, the
-#: first word whatever it is, or every word.
-Where = Literal["options", "operands", "first operand", "first word", "words"]
+#: Where a :class:`Words` looks, among a row's words: options (before ``--``), operands, the first operand, or
+#: every word.
+Where = Literal["options", "operands", "first operand", "words"]
 
 FOUND = "<the words found>"
 SUBCOMMAND = "<the subcommand>"
@@ -72,8 +72,6 @@ class Words:
     def find(self, words: tuple[str, ...]) -> list[str]:
         if self.where == "words":
             pool: Sequence[str] = words
-        elif self.where == "first word":
-            pool = words[:1]
         else:
             opts, operands = split_options(words)
             pool = opts if self.where == "options" else operands if self.where == "operands" else operands[:1]
@@ -106,7 +104,6 @@ class RiskRow:
     unless: tuple[Words, ...] = ()
     trigger: str = FOUND
     level: RiskLevel = "risky"
-    final: bool = False  # no later row of the program is tried when this one matches
 
     def applies_to(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, p) if "*" in p else name == p for p in self.programs)
@@ -172,8 +169,8 @@ ROWS: tuple[RiskRow, ...] = (
            flags=(options("-f", "--force"), operands(".", "./"))),
     _risky("git", "drops stashed changes", subcommands=("stash",), flags=(first_operand("drop", "clear"),)),
     # --- containers and clusters ---------------------------------------------------------------------------
-    _risky(_DOCKER, "removes Docker data", subcommands=("prune",), trigger="prune", final=True),
-    _risky(_DOCKER, "removes Docker data", subcommands=(ANY,), flags=(first_operand("prune"),), final=True),
+    _risky(_DOCKER, "removes Docker data", subcommands=("system", "image", "container", "volume", "network",
+                                                        "builder", "buildx"), flags=(first_operand("prune"),)),
     _risky(_DOCKER, "removes Docker data", subcommands=("volume",), flags=(first_operand("rm"),)),
     _risky(_DOCKER, "force-removes Docker containers or images", subcommands=("rm", "rmi"),
            flags=(options("--force", letters="f"),)),
@@ -194,8 +191,7 @@ ROWS: tuple[RiskRow, ...] = (
     _risky("cargo", _PUBLISH, subcommands=("publish", "yank"), trigger=SUBCOMMAND),
     _risky("gem", _PUBLISH, subcommands=("push", "yank"), trigger=SUBCOMMAND),
     _risky("yarn", _PUBLISH, subcommands=("npm",), flags=(anywhere("publish"),), trigger="publish"),
-    _risky("gh", _PUBLISH, subcommands=("release",), flags=(Words(frozenset({"create"}), where="first word"),),
-           trigger=SUBCOMMAND),
+    _risky("gh", _PUBLISH, subcommands=("release",), flags=(anywhere("create", "upload"),)),
     _risky("npm pnpm yarn", "installs packages globally", subcommands=("global",), trigger=SUBCOMMAND),
     _risky("npm pnpm yarn", "installs packages globally", subcommands=("install", "i", "add"),
            flags=(anywhere("-g", "--global", "--location=global"),)),

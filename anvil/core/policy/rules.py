@@ -2,9 +2,11 @@
 
 Decisions:
 
-* A rule is a pattern matched against each simple command's normalised text (program and
-  arguments, quotes removed, wrappers like ``env``/``timeout`` stripped, file redirections kept, all
-  joined by single spaces). ``*`` matches any run of characters, ``?`` one; ``\\*`` is a literal
+* A rule is a pattern matched against each simple command's normalised text (environment prefixes,
+  program and arguments, quotes removed, wrappers like ``env``/``timeout`` stripped, file redirections
+  kept, all joined by single spaces). Environment prefixes are part of it (``GIT_DIR=x git status`` is not
+  ``git status``), except the few that only change how output looks (``NODE_ENV``, ``NO_COLOR``:
+  :mod:`anvil.core.policy.env_vars`). ``*`` matches any run of characters, ``?`` one; ``\\*`` is a literal
   star. ``[`` is literal, unlike fnmatch, because ``[ -f x ]`` is a command people run.
 * A ``*`` standing alone as a word matches zero or more whole words, so ``X *`` also matches bare
   ``X``: ``git commit *`` matches ``git commit`` and ``git commit -m x`` but not ``git commitx``, and
@@ -179,13 +181,14 @@ class CommandRule:
     def matches(self, text: str) -> bool:
         return pattern_matches(self.pattern, text)
 
-    def names(self, word: str) -> bool:
+    def names(self, word: str, exact: bool = False) -> bool:
         """Does the pattern spell out ``word`` rather than let a wildcard stand for it? A rule
         ``git push --force *`` names ``--force``; ``git push *`` does not; ``rm -rf /tmp/*`` names
-        ``/tmp/build``. Used to keep risky parts asking under broad rules."""
+        ``/tmp/build`` (unless ``exact``: then only the word itself, as ``GIT_DIR=x``, names it).
+        Used to keep risky parts asking under broad rules."""
         if f" {escape_word(word)} " in f" {self.pattern} ":
             return True
-        for part in self.pattern.split(" "):
+        for part in self.pattern.split(" ") if not exact else ():
             literal = re.sub(r"\\.|[*?]", lambda m: m.group(0)[1:], part)
             if literal.strip("-") and pattern_matches(part, word):
                 return True
@@ -298,7 +301,7 @@ def suggest_pattern(command: SimpleCommand, keep: Iterable[str] = ()) -> str:
     if not command.words:
         raise ValueError("nothing runs here, so no pattern is needed")
     keep = set(keep)
-    n = command_prefix(command.words)
+    n = len(command.rule_env) + command_prefix(command.words)
     out = [escape_word(w) for w in tokens[:n]]
     for word in tokens[n:]:
         if word in keep:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
+from anvil.core.policy.env_vars import is_inert
+
 
 @dataclass(frozen=True)
 class Redirect:
@@ -43,6 +45,12 @@ class SimpleCommand:
     parent: int | None = None
     pipeline: int = -1  # commands joined by | share a pipeline id; stage is their position
     stage: int = 0
+    #: arithmetic expressions bash evaluates while running this command (``$((x))``, ``${a[i]}``, ``((...))``)
+    arith: tuple[str, ...] = ()
+    #: why bash may run code here that the text does not show (``${!x}``, ``${x@P}``, code built at run time)
+    late: tuple[str, ...] = ()
+    function: str = ""  # the function whose body this command is in
+    background: bool = False  # started with ``&``
 
     @property
     def program(self) -> str:
@@ -57,10 +65,16 @@ class SimpleCommand:
     def args(self) -> tuple[str, ...]:
         return self.words[1:]
 
+    @property
+    def rule_env(self) -> tuple[str, ...]:
+        """The environment assignments a rule must match: all but the inert ones (``NODE_ENV=test``)."""
+        return tuple(e for e in self.env if not is_inert(e))
+
     def tokens(self, words: tuple[str, ...] | None = None) -> tuple[str, ...]:
-        """Words, then file redirections. fd duplications and /dev/null redirections are left out:
-        they change neither what runs nor what is written, and would only make rules miss."""
-        out = list(self.words if words is None else words)
+        """Environment prefixes, words, then file redirections (given ``words``: those instead of the first two).
+        fd duplications and /dev/null redirections are left out: they change neither what runs nor what is
+        written, and would only make rules miss."""
+        out = list((*self.rule_env, *self.words) if words is None else words)
         for r in self.redirects:
             if not r.is_dup and r.target != "/dev/null":
                 out.extend(r.tokens())
@@ -78,6 +92,8 @@ class ParsedCommand:
     commands: tuple[SimpleCommand, ...] = ()
     error: str | None = None
     parser: str = "bashlex"  # or "fallback"
+    #: the variables ``for``/``select`` loops set (to values only known at run time)
+    loop_vars: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -9,7 +9,11 @@ tokens when bashlex cannot parse a command at all.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from anvil.core.policy.shell_expansions import parameter_expansion
 
 #: A shell variable assignment prefix such as FOO=1, arr[0]=x or PATH+=:/bin.
 _ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
@@ -30,6 +34,20 @@ _NUM_ESC = re.compile(r"x([0-9a-fA-F]{1,2})|([0-7]{1,3})")
 
 
 @dataclass
+class _Notes:
+    """What bash evaluates in a word beyond its visible substitutions (see :mod:`.shell_expansions`)."""
+
+    exprs: list[str] = field(default_factory=list)  # arithmetic expressions
+    late: list[str] = field(default_factory=list)  # reasons it may run code the text does not show
+    expands: bool = False  # a parameter, arithmetic or command expansion outside single quotes
+
+    def add(self, other: _Notes) -> None:
+        self.exprs += other.exprs
+        self.late += other.late
+        self.expands = self.expands or other.expands
+
+
+@dataclass
 class _Tok:
     kind: str  # "word", "op", "redir", "nl"
     text: str  # a word's value (quotes removed), or the operator
@@ -39,10 +57,18 @@ class _Tok:
     subs: list[tuple[str, str]] = field(default_factory=list)  # (origin, inner source)
     fd: int | None = None
     target: _Tok | None = None
-    arith: bool = False
+    arith: bool = False  # a ``((...))`` command
+    notes: _Notes = field(default_factory=_Notes)
 
     def all_subs(self) -> list[tuple[str, str]]:
         return self.subs + (self.target.subs if self.target else [])
+
+    def all_notes(self) -> _Notes:
+        out = _Notes()
+        out.add(self.notes)
+        if self.target:
+            out.add(self.target.notes)
+        return out
 
 
 @dataclass
@@ -57,6 +83,21 @@ class _Lexer:
     def __init__(self, src: str) -> None:
         self.s, self.i = src, 0
         self.heredocs: list[tuple[_Tok, str, bool, bool]] = []  # owner, delimiter, strip tabs, expands
+        self.heredoc_count = 0
+        self._notes = [_Notes()]  # the innermost word being read collects what bash evaluates in it
+
+    @contextmanager
+    def _collect(self) -> Iterator[_Notes]:
+        notes = _Notes()
+        self._notes.append(notes)
+        try:
+            yield notes
+        finally:
+            self._notes.pop()
+
+    @property
+    def notes(self) -> _Notes:
+        return self._notes[-1]
 
     def tokens(self, closer: bool = False) -> list[_Tok]:
         """All tokens, or (``closer``) those up to the ``)`` that ends a ``$(`` or ``<(``."""
@@ -68,6 +109,8 @@ class _Lexer:
             if self.i >= len(s):
                 if closer:
                     raise _Fail("unterminated $( or <(")
+                if self.heredocs:
+                    raise _Fail("a here-document without its end line")
                 return out
             c, start = s[self.i], self.i
             if c == "#":
@@ -79,7 +122,10 @@ class _Lexer:
                 self._read_heredocs()
             elif s.startswith("((", self.i) and (end := self._arith_end(self.i + 2)) is not None:
                 raw = s[start:end]
-                out.append(_Tok("word", raw, start, end, raw, self.subs_in(start + 2, end - 2), arith=True))
+                with self._collect() as notes:
+                    subs = self.subs_in(start + 2, end - 2)
+                notes.exprs.append(s[start + 2:end - 2])
+                out.append(_Tok("word", raw, start, end, raw, subs, arith=True, notes=notes))
                 self.i = end
             elif c in "<>" and s.startswith("(", self.i + 1):
                 out.append(self.word())
@@ -102,12 +148,18 @@ class _Lexer:
         fd = int(m.group(1)) if m.group(1) else None
         tok = _Tok("redir", m.group(2), start, target.end, s[start:target.end], fd=fd, target=target)
         if tok.text in ("<<", "<<-"):
+            if "\\\n" in target.raw or "$" in target.raw or "`" in target.raw:
+                raise _Fail("a here-document delimiter the checker cannot be sure of (a continued line or $)")
+            target.notes = _Notes()  # a delimiter is never expanded
             self.heredocs.append((tok, target.text, tok.text == "<<-", target.raw == target.text))
+            self.heredoc_count += 1
         return tok
 
     def _operator(self, op: str, out: list[_Tok], closer: bool, nesting: _Nesting) -> bool:
         """Read an operator; True when it is the ``)`` that ends the ``$(`` being read."""
         if op == ")" and closer and nesting.parens == 0 and nesting.cases == 0:
+            if self.heredocs:
+                raise _Fail("a here-document that does not end inside its $(...)")
             self.i += 1
             return True
         if op == "(" or (op == ")" and nesting.parens > 0):  # else it closes a case pattern
@@ -123,6 +175,12 @@ class _Lexer:
         return tok
 
     def word(self) -> _Tok:
+        with self._collect() as notes:
+            tok = self._word()
+        tok.notes = notes
+        return tok
+
+    def _word(self) -> _Tok:
         s, start = self.s, self.i
         buf: list[str] = []
         subs: list[tuple[str, str]] = []
@@ -200,10 +258,13 @@ class _Lexer:
     def _dollar(self, buf: list[str], subs: list[tuple[str, str]], quoted: bool) -> None:
         s, i = self.s, self.i
         nxt = s[i + 1:i + 2]
+        if nxt in ("(", "{", "[") or re.match(r"[A-Za-z0-9_@*#?$!-]", nxt):
+            self.notes.expands = True
         if nxt == "(":
             end = self._arith_end(i + 3) if s.startswith("((", i + 1) else None
-            if end is not None:  # $((...)): only substitutions inside it run anything
+            if end is not None:  # $((...)): substitutions inside it run, and its variables' values are evaluated
                 subs.extend(self.subs_in(i + 3, end - 2))
+                self.notes.exprs.append(s[i + 3:end - 2])
                 self.i = end
             else:
                 self.i = i + 2
@@ -213,6 +274,9 @@ class _Lexer:
         elif nxt in ("{", "["):
             end = self._close(i + 2, nxt, "}" if nxt == "{" else "]")
             subs.extend(self.subs_in(i + 2, end - 1))
+            exprs, late = parameter_expansion(s[i + 2:end - 1]) if nxt == "{" else ([s[i + 2:end - 1]], [])
+            self.notes.exprs.extend(exprs)
+            self.notes.late.extend(late)
             buf.append(s[i:end])
             self.i = end
         elif nxt == "'" and not quoted:
@@ -245,6 +309,7 @@ class _Lexer:
         self.i = j + 1
 
     def _backtick(self, buf: list[str], subs: list[tuple[str, str]]) -> None:
+        self.notes.expands = True
         s, j, inner = self.s, self.i + 1, []
         while j < len(s) and s[j] != "`":
             if s[j] == "\\" and s[j + 1:j + 2] in ("`", "\\", "$"):
@@ -295,7 +360,8 @@ class _Lexer:
 
     def _read_heredocs(self) -> None:
         s = self.s
-        for owner, delimiter, strip_tabs, expands in self.heredocs:
+        pending, self.heredocs = self.heredocs, []
+        for owner, delimiter, strip_tabs, expands in pending:
             start = body_end = self.i
             while self.i < len(s):
                 end = s.find("\n", self.i)
@@ -305,7 +371,8 @@ class _Lexer:
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                     break
             else:
-                body_end = len(s)
-            if expands:  # an unquoted delimiter: $(...) in the body runs
-                owner.subs.extend(self.subs_in(start, body_end))
-        self.heredocs.clear()
+                raise _Fail(f"a here-document without its end line ({delimiter})")
+            if expands:  # an unquoted delimiter: $(...) in the body runs, arithmetic in it is evaluated
+                with self._collect() as notes:
+                    owner.subs.extend(self.subs_in(start, body_end))
+                owner.notes.add(notes)

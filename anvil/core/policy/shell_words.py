@@ -3,7 +3,7 @@
 ``\\rm``, ``"rm"``, ``command rm``, ``env FOO=1 rm``, ``nice``/``nohup``/``timeout 5``/``xargs`` all run ``rm``;
 :func:`unwrap` peels those wrappers off so rules and risk checks see the real program. ``sudo``-like
 wrappers are not peeled (a rule has to name them); :func:`privileged_inner` finds what they run.
-Code inside ``bash -c``, ``eval`` and ``find -exec`` is found here too, to be parsed in turn.
+Code inside ``bash -c``, ``eval``, ``trap``, ``alias`` and ``find -exec`` is found here too, to be parsed in turn.
 """
 
 from __future__ import annotations
@@ -116,44 +116,95 @@ def privileged_inner(words: tuple[str, ...] | list[str]) -> tuple[str, tuple[str
     return name, unwrap(rest)[0]
 
 
-def _inline_scripts(words: tuple[str, ...]) -> list[tuple[str, str]]:
-    """Shell code given as a string: ``bash -c '...'``, ``su -c '...'``, ``eval ...`` (through sudo)."""
+#: a code string found in a command: (where it came from, the code, which words hold it, counted from the end)
+Script = tuple[str, str, tuple[int, ...]]
+
+
+def _at(words: tuple[str, ...], *indexes: int) -> tuple[int, ...]:
+    return tuple(i - len(words) for i in indexes)
+
+
+def inline_scripts(words: tuple[str, ...]) -> list[Script]:
+    """Shell code given as a string, to be read in turn: ``bash -c '...'``, ``su -c``, ``env -S``, ``eval``,
+    and the builtins that keep code to run later (``trap``, ``alias``, ``bind -x``, ``complete -C``,
+    ``mapfile -C``), also through sudo."""
     inner = privileged_inner(words)
     if inner is not None:
         words = inner[1]
     if not words:
         return []
     name = posixpath.basename(words[0])
-    if name == "eval" and len(words) > 1:
-        return [("eval", " ".join(words[1:]))]
-    if name == "env":
-        return _env_split_string(words)
-    if name == "su":
-        return _su_command(words)
+    if name in ("eval", "watch") and len(words) > 1:
+        first = 1 if name == "eval" else _watch_command(words)
+        return [(name, " ".join(words[first:]), _at(words, *range(first, len(words))))] if first else []
     if name in SHELLS:
         return _shell_command(words)
+    if name in ("alias", "trap"):
+        return _alias(words) if name == "alias" else _trap(words)
+    if name == "git":
+        return _git_scripts(words)
+    options = _CODE_OPTIONS.get(name)
+    if options is not None:
+        return [(f"{name} {opt}", code, _at(words, i)) for opt, code, i in _option_values(words, options)]
     return []
 
 
-def _env_split_string(words: tuple[str, ...]) -> list[tuple[str, str]]:
-    """unwrap() stopped at this ``env``: ``env -S 'cmd args'`` splits a string into a command."""
-    for i, a in enumerate(words):
-        if a in ("-S", "--split-string") or a.startswith("--split-string="):
-            rest = words[i + 1:] if "=" not in a else (a.split("=", 1)[1], *words[i + 1:])
-            return [("env -S", " ".join(rest))] if rest else []
+#: builtins and programs whose option value is shell code: name -> the options
+_CODE_OPTIONS = {"env": ("-S", "--split-string"), "su": ("-c", "--command"), "bind": ("-x",),
+                 "complete": ("-C",), "compgen": ("-C",), "mapfile": ("-C",), "readarray": ("-C",)}
+
+
+def _option_values(words: tuple[str, ...], options: tuple[str, ...]) -> list[tuple[str, str, int]]:
+    """(option, code, index of the word holding it) for each of ``options`` with its value (attached or not)."""
+    out = []
+    for i, a in enumerate(words[1:], start=1):
+        for opt in options:
+            if a == opt and i + 1 < len(words):
+                out.append((opt, words[i + 1], i + 1))
+            elif a.startswith(opt + ("=" if opt.startswith("--") else "")) and a != opt:
+                out.append((opt, a[len(opt):].lstrip("="), i))
+    if words[0] == "env":  # env -S 'cmd args': the rest of the words are split into the command too
+        return [(o, " ".join((code, *words[i + 1:])), i) for o, code, i in out[:1]]
+    if words[0] == "bind":  # bind -x '"\C-a": command'
+        return [(o, code.split(":", 1)[1].strip().strip("\"'"), i) for o, code, i in out if ":" in code]
+    return out
+
+
+def _alias(words: tuple[str, ...]) -> list[Script]:
+    return [("alias", w.split("=", 1)[1], _at(words, i)) for i, w in enumerate(words) if i and "=" in w]
+
+
+def _trap(words: tuple[str, ...]) -> list[Script]:
+    """``trap CODE SIGNAL...``: CODE runs when a signal (or EXIT) comes. One operand, or ``-``, resets."""
+    args = [(i, a) for i, a in enumerate(words) if i and a not in ("--", "-l", "-p", "-P")]
+    if len(args) >= 2 and args[0][1] != "-":
+        return [("trap", args[0][1], _at(words, args[0][0]))]
     return []
 
 
-def _su_command(words: tuple[str, ...]) -> list[tuple[str, str]]:
-    for i, a in enumerate(words):
-        if a.startswith("--command="):
-            return [("su -c", a.split("=", 1)[1])]
-        if a in ("-c", "--command") and i + 1 < len(words):
-            return [("su -c", words[i + 1])]
+def _git_scripts(words: tuple[str, ...]) -> list[Script]:
+    """Commands git runs through the shell: ``rebase -x CMD``, ``submodule foreach CMD``, ``bisect run CMD``."""
+    for i, w in enumerate(words):
+        rest = words[i + 1:]
+        if w == "rebase":
+            found = _option_values(words, ("-x", "--exec"))
+            return [("git rebase --exec", code, _at(words, k)) for _, code, k in found]
+        if w in ("submodule", "bisect") and rest[:1] == (("foreach",) if w == "submodule" else ("run",)):
+            first = i + 2 + (1 if words[i + 2:i + 3] in (("--recursive",), ("--quiet",)) else 0)
+            if first < len(words):
+                return [(f"git {w} {rest[0]}", " ".join(words[first:]), _at(words, *range(first, len(words))))]
     return []
 
 
-def _shell_command(words: tuple[str, ...]) -> list[tuple[str, str]]:
+def _watch_command(words: tuple[str, ...]) -> int:
+    """Where ``watch [-n SECS] [-d] COMMAND...`` starts its command (0: none)."""
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in ("-n", "--interval", "-q", "--equexit") else 1
+    return i if i < len(words) else 0
+
+
+def _shell_command(words: tuple[str, ...]) -> list[Script]:
     """The script of ``bash -c SCRIPT`` (``-lc``, ``-o pipefail -c`` too): the first operand after ``-c``."""
     has_c, i, args = False, 0, words[1:]
     while i < len(args):
@@ -168,10 +219,10 @@ def _shell_command(words: tuple[str, ...]) -> list[tuple[str, str]]:
             i += 1
         else:
             break
-    return [("shell -c", args[i])] if has_c and i < len(args) else []
+    return [("shell -c", args[i], _at(words, i + 1))] if has_c and i < len(args) else []
 
 
-def _find_exec(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+def find_exec(words: tuple[str, ...]) -> list[tuple[str, ...]]:
     if not words or posixpath.basename(words[0]) != "find":
         return []
     out, i = [], 1

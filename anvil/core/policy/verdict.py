@@ -25,3 +25,8 @@ class Verdict:
     suggested_pattern: str | None = None
     #: for a command: the directory it was evaluated in (the shell's current directory, else the project root)
     cwd: Path | None = None
+    #: for "ask": only the person may answer (a protected path, a command leaving the sandbox); a hook's
+    #: "approve" does not stand in for them
+    person_only: bool = False
+    #: why "always allow" is not offered for this call, when the reason is not simply that no rule fits it
+    no_rule_reason: str = ""

@@ -10,12 +10,15 @@ Layout: ``<data_dir>/sessions/<project-slug>/<id>.jsonl``. Records are small dic
   history on resume, and the prompts of the rewound turns leave the list /rewind offers. Turn numbers
   are not reused: the turn count stays, so checkpoints of later turns never collide with earlier ones.
 
-A crash loses at most the line being written: each record is flushed as soon as it is appended,
-and a torn last line is skipped with a warning when the session is read back.
+A crash loses at most the line being written: each record is written as soon as it is appended,
+and a torn last line is skipped with a warning when the session is read back. A full disk loses nothing
+while anvil runs: records that cannot be written wait in memory and are written when there is room again.
+The file is 0600 in a 0700 directory, and known secret values are masked in it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +27,11 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+from anvil.core.masking import SecretMasker
+from anvil.core.private_files import open_private, private_dir
+from anvil.core.session.trouble import WriteTrouble
 
 
 class SessionError(Exception):
@@ -66,32 +73,90 @@ class SessionState:
 
 
 class Session:
-    """One session file, opened for appending."""
+    """One session file, opened for appending.
 
-    def __init__(self, path: Path, session_id: str) -> None:
+    Records are written with plain ``os.write`` calls on a 0600 file. A write that fails (a full disk, a
+    directory that became unwritable) never raises: the file is cut back to its last whole record, the records
+    stay in memory in order, :attr:`trouble` says so once, and the next append (or :meth:`sync`, or
+    :meth:`close`) writes them all when it can. Known secret values are masked in every line written.
+    """
+
+    def __init__(self, path: Path, session_id: str, masker: SecretMasker | None = None) -> None:
         self.path = path
         self.id = session_id
-        self._file: TextIO | None = None
+        self.masker = masker or SecretMasker()
+        self.trouble = WriteTrouble(f"the session file {path}")
+        self._fd: int | None = None
+        self._pending: list[bytes] = []  # whole lines not on disk yet, oldest first
+        self._torn = False  # a failed write could not be cut back: the next write starts on a new line
+
+    @property
+    def pending(self) -> int:
+        """Records held in memory because they could not be written yet."""
+        return len(self._pending)
 
     def append(self, record: dict[str, Any]) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self._file.flush()  # the record reaches the OS now: a crash of anvil cannot lose it
+        line = self.masker.mask_json(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
+        self._pending.append(line.encode("utf-8", "surrogateescape"))
+        self._write_pending()  # the record reaches the OS now: a crash of anvil cannot lose it
+
+    def _write_pending(self) -> bool:
+        """Write the held records; False (and they stay held) when the file cannot take them."""
+        if not self._pending:
+            return True
+        data = (b"\n" if self._torn else b"") + b"".join(self._pending)
+        try:
+            if self._fd is None:
+                private_dir(self.path.parent)
+                self._fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
+            self._write_all(self._fd, data)
+        except OSError as exc:
+            self.trouble.failed(exc, f"{len(self._pending)} record(s) held")
+            return False
+        count, self._torn = len(self._pending), False
+        self._pending.clear()
+        self.trouble.recovered(count)
+        return True
+
+    def _write_all(self, fd: int, data: bytes) -> None:
+        start = os.lseek(fd, 0, os.SEEK_END)
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            try:
+                os.ftruncate(fd, start)  # no half record left behind: the whole batch is written again later
+            except OSError:
+                self._torn = True
+            raise
 
     def sync(self) -> None:
         """Push appended records to disk (end of a turn): survives a power loss too."""
-        if self._file is not None:
-            os.fsync(self._file.fileno())
+        if not self._write_pending() or self._fd is None:
+            return
+        with contextlib.suppress(OSError):  # the records reached the OS; a failing fsync must not end the turn
+            os.fsync(self._fd)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if not self._write_pending():
+            self.trouble.lost(f"{len(self._pending)} record(s) of this session could not be written to "
+                              f"{self.path} before it closed; resuming it will not show them.")
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
     def load(self) -> SessionState:
-        return read_session(self.path)
+        """The session's state: the file, and the records still held in memory after it. Only reads (it may run
+        in a worker thread while the loop appends)."""
+        held = list(self._pending)
+        missing = held and not self.path.exists()  # not even the first line could be written
+        state = SessionState(meta={}) if missing else read_session(self.path)
+        for line in held:
+            with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
+                _apply(state, json.loads(line))
+        return state
 
 
 def read_session(path: Path) -> SessionState:
@@ -168,13 +233,15 @@ class SessionSummary:
 class SessionStore:
     """The sessions of one project directory."""
 
-    def __init__(self, data_dir: Path, project_root: Path) -> None:
+    def __init__(self, data_dir: Path, project_root: Path, masker: SecretMasker | None = None) -> None:
+        self.data_dir = data_dir
         self.project_root = project_root.resolve()
         self.dir = data_dir / "sessions" / project_slug(self.project_root)
+        self.masker = masker or SecretMasker()
 
     def create(self, model: str, version: str) -> Session:
         session_id = new_session_id()
-        session = Session(self.dir / f"{session_id}.jsonl", session_id)
+        session = Session(self.dir / f"{session_id}.jsonl", session_id, self.masker)
         session.append({"t": "session", "id": session_id, "created": time.time(),
                         "cwd": str(self.project_root), "model": model, "version": version})
         return session
@@ -185,14 +252,17 @@ class SessionStore:
         path = self.dir / f"{session_id}.jsonl"
         if not path.exists():
             raise SessionError(f"No session '{session_id}' for {self.project_root}. `anvil sessions` lists them.")
-        return Session(path, session_id)
+        return Session(path, session_id, self.masker)
 
     def latest(self) -> Session | None:
-        paths = self._paths()
-        if not paths:
+        dated = []
+        for path in self._paths():
+            with contextlib.suppress(OSError):  # removed meanwhile (a prune in another terminal)
+                dated.append((path.stat().st_mtime, path))
+        if not dated:
             return None
-        newest = max(paths, key=lambda p: p.stat().st_mtime)
-        return Session(newest, newest.stem)
+        newest = max(dated)[1]
+        return Session(newest, newest.stem, self.masker)
 
     def _paths(self) -> list[Path]:
         return list(self.dir.glob("*.jsonl")) if self.dir.is_dir() else []

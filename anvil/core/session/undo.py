@@ -24,6 +24,7 @@ counting from the newest, so it survives compaction for the turns still in the h
 from __future__ import annotations
 
 import hashlib
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -224,7 +225,7 @@ class UndoManager:
         path, display = plan.path, self._display(plan.path)
         blob = oldest.original
         if blob is None:
-            if not (path.is_symlink() or path.is_file()):
+            if not _exists(path):
                 return Restored(path, display, "unchanged")
             path.unlink()
             for directory in oldest.entry.get("created_dirs") or []:
@@ -234,13 +235,22 @@ class UndoManager:
                     break
             return Restored(path, display, "removed")
         existed = path.exists()
-        data = self.store.blob_path(oldest.turn, blob).read_bytes()
+        data = self.store.read_blob(oldest.turn, blob)
         if hashlib.sha256(data).hexdigest() != blob:
             raise OSError(f"the saved original of turn {oldest.turn} is damaged; restore it by hand")
         if existed and file_hash(path) == blob:
             return Restored(path, display, "unchanged")
         restore_file(path, data, oldest.entry.get("mode"))
         return Restored(path, display, "reverted" if existed else "restored")
+
+
+def _exists(path: Path) -> bool:
+    """A file or a link is there (a name too long for the filesystem never is)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISLNK(info.st_mode) or stat.S_ISREG(info.st_mode)
 
 
 def _kind(original: str | None, after: str | None) -> ChangeKind:

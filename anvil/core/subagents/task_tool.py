@@ -48,7 +48,6 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from anvil.core.events import (
-    HEADLESS_DENIAL,
     ApprovalDecision,
     ApprovalRequested,
     AssistantMessage,
@@ -56,6 +55,7 @@ from anvil.core.events import (
     TextDelta,
     ToolResultEvent,
     TurnEnded,
+    headless_denial,
 )
 from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
@@ -175,7 +175,9 @@ class TaskTool(Tool):
         shared = {key: ctx.state[key] for key in ("policy",) if key in ctx.state}
         shared["file_change_locks"] = ctx.state.setdefault("file_change_locks", {})
         child_ctx = ToolContext(root=ctx.root, data_dir=ctx.data_dir, session_id=f"{ctx.session_id}.sub{self._runs}",
-                                settings=ctx.settings, checkpoints=ctx.checkpoints, ask=ctx.ask, state=shared)
+                                settings=ctx.settings, checkpoints=ctx.checkpoints.for_subagent(), ask=ctx.ask,
+                                state=shared, secrets=ctx.secrets,
+                                sandbox=ctx.sandbox)  # a sub-agent's commands are the model's too
         child = Agent(self.model, select_tools(self.parent_tools, agent_type), child_ctx,
                       system_prompt=PREAMBLE.format(root=ctx.root) + agent_type.system_prompt, policy=self.policy,
                       session=None, max_iterations=agent_type.max_iterations or self.max_iterations,
@@ -231,7 +233,7 @@ class TaskTool(Tool):
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
         """Put a child's approval request before the person, or deny it when nobody can answer."""
         if ctx.ask is None:
-            event.answer(HEADLESS_DENIAL)
+            event.answer(headless_denial(event.reasons))
             return
         shown = dataclasses.replace(event, title=f"Sub-agent ({description}): {event.title}")
         try:

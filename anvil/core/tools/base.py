@@ -10,6 +10,7 @@ registry turns bad arguments and unexpected exceptions into error results too.
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,8 +20,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
+from anvil.core.masking import SecretMasker
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
-from anvil.core.tools.paths import resolve_path
+from anvil.core.tools.paths import default_user_config_dir, resolve_path
 
 
 @dataclass
@@ -56,14 +59,34 @@ class ToolSettings:
     output_budget: int = 16_000
     default_timeout: float = 120.0
     max_timeout: float = 600.0
+    #: anvil's user configuration directories: the file tools never write there without the person
+    config_dirs: list[Path] = field(default_factory=lambda: [default_user_config_dir()])
+    #: bytes one command's log keeps (head and tail); all command logs together; 0 for no limit
+    log_cap: int = 50 * 1024 * 1024
+    logs_total_cap: int = 500 * 1024 * 1024
+    #: seconds a background command may run before it is stopped; 0 for no limit
+    background_timeout: float = 7200.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class FileStamp:
-    """What a file looked like when the model last read it, to refuse blind overwrites."""
+    """What a file looked like when the model last read it, to refuse blind overwrites: a change keeps none
+    of these the same unless someone reset the time on purpose, and then the content hash still differs."""
 
-    mtime_ns: int
     size: int
+    mtime_ns: int
+    inode: int
+    device: int
+    #: sha256 of the bytes the model read
+    digest: str
+
+    @classmethod
+    def of(cls, info: os.stat_result, digest: str) -> FileStamp:
+        return cls(info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev, digest)
+
+    def same_metadata(self, info: os.stat_result) -> bool:
+        return (self.size, self.mtime_ns, self.inode, self.device) == (
+            info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
 
 
 @dataclass
@@ -75,6 +98,8 @@ class ToolContext:
     session_id: str = "session"
     settings: ToolSettings = field(default_factory=ToolSettings)
     checkpoints: CheckpointStore = field(default_factory=NullCheckpointStore)
+    #: known secret values, masked in what anvil writes (command logs, the session)
+    secrets: SecretMasker = field(default_factory=SecretMasker)
     emit: Callable[[Event], None] = lambda event: None
     #: Show a request event (QuestionAsked, PlanProposed) to the person and wait for its answer.
     #: None when nobody can answer (headless): tools then tell the model to decide for itself.
@@ -83,9 +108,13 @@ class ToolContext:
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
+    #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
+    sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
+        if self.sandbox is None:
+            self.sandbox = Sandbox.disabled(self.root, self.session_id)
 
     def resolve(self, path: str) -> Path:
         """A model-supplied path, made absolute and checked to be inside the project."""
@@ -98,9 +127,9 @@ class ToolContext:
         except ValueError:
             return str(path)
 
-    def record_read(self, path: Path) -> None:
-        st = path.stat()
-        self.reads[path] = FileStamp(st.st_mtime_ns, st.st_size)
+    def record_read(self, path: Path, info: os.stat_result, digest: str) -> None:
+        """Remember that the model saw ``path`` as it was when ``info`` was taken, with content hash ``digest``."""
+        self.reads[path] = FileStamp.of(info, digest)
 
     async def close(self) -> None:
         """End what tools left running (background commands); called when the session ends."""
@@ -128,9 +157,9 @@ Approval = Literal["none", "edit", "command", "rule"]
 class Tool(ABC):
     """Base class for tools. Subclasses set the class attributes and implement ``run``.
 
-    The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``runs_tests``, ``polls``,
-    ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents decide from them, never
-    from the tool's name.
+    The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``write_targets``,
+    ``runs_tests``, ``polls``, ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents
+    decide from them, never from the tool's name.
     """
 
     name: ClassVar[str]
@@ -157,6 +186,16 @@ class Tool(ABC):
 
     def command(self, args: Any) -> str | None:
         """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
+        return None
+
+    def write_targets(self, args: Any) -> list[str]:
+        """The paths this call writes, as the model gave them. Every tool that writes files declares them: the
+        approval policy asks about protected ones (anvil's configuration, git's files, shell start-up files)
+        whatever the mode or the rules (:mod:`anvil.core.tools.protected`)."""
+        return []
+    def outside_sandbox(self, args: Any) -> str | None:
+        """The model's reason when this call asks to run outside the OS sandbox; None otherwise. Such a call
+        always asks the person (no rule, mode or hook can allow it), and is refused where nobody can answer."""
         return None
 
     def phase(self, args: Any) -> str:

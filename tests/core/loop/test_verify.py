@@ -117,7 +117,7 @@ def test_settings_reach_the_agent(tmp_path: Path) -> None:
     (tmp_path / ".anvil" / "config.toml").write_text(
         'model = "scripted"\nverify = ["ruff check .", "pytest -q"]\nverify_retries = 2\nverify_timeout = 30\n'
         "compact_threshold = 0.5\ncontext_window = 8000\n")
-    runtime = open_runtime(load_settings(tmp_path), tmp_path)
+    runtime = open_runtime(load_settings(tmp_path, trust=True), tmp_path)  # verify runs code: it needs trust
     agent = runtime.agent
     assert agent.verify == ["ruff check .", "pytest -q"] and agent.verify_retries == 2
     assert agent.verify_timeout == 30 and agent.compactor.threshold == 0.5 and agent.context.window == 8000

@@ -139,7 +139,7 @@ async def test_hooks_block_a_tool_and_add_context(project: Path) -> None:
         '[[hooks.pre_tool_use]]\nmatcher = "write_file"\ncommand = "sh hooks/block.sh"\n'
         '[[hooks.user_prompt_submit]]\ncommand = "sh hooks/context.sh"\n')
     model = ScriptedModel([call("write_file", path="settings.py", content="x"), {"text": "ok"}])
-    runtime = open_runtime(load_settings(project, {}, environ={}), project, model=model)
+    runtime = open_runtime(load_settings(project, {}, environ={}, trust=True), project, model=model)
     events = await drive(runtime, "make settings")
     result = tool_results(events)["write_file"]
     assert not result.ok and "no edits to settings.py" in result.output
@@ -153,7 +153,7 @@ async def test_a_blocked_prompt_never_reaches_the_model(project: Path) -> None:
     (project / ".anvil" / "config.toml").write_text(
         "[[hooks.user_prompt_submit]]\ncommand = \"echo 'contains a secret' >&2; exit 2\"\n")
     model = ScriptedModel([{"text": "never"}])
-    runtime = open_runtime(load_settings(project, {}, environ={}), project, model=model)
+    runtime = open_runtime(load_settings(project, {}, environ={}, trust=True), project, model=model)
     events = await drive(runtime, "my password is hunter2")
     assert any(isinstance(e, ErrorEvent) and "contains a secret" in e.message for e in events)
     assert model.calls == [] and all("hunter2" not in str(m) for m in runtime.agent.messages)

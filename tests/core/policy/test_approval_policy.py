@@ -25,8 +25,9 @@ def command_turns(*commands: str) -> list[dict[str, Any]]:
 
 
 async def run_turn(project: Path, turns: list[dict[str, Any]], answer: ApprovalDecision | None = None,
-                   **settings: Any) -> tuple[list[Any], Any]:
-    runtime = open_runtime(load_settings(project, settings, environ={}), project, model=ScriptedModel(turns))
+                   trust: bool | None = None, **settings: Any) -> tuple[list[Any], Any]:
+    runtime = open_runtime(load_settings(project, settings, environ={}, trust=trust), project,
+                           model=ScriptedModel(turns))
     events = []
     try:
         async for event in runtime.agent.run_turn("go"):
@@ -47,7 +48,7 @@ def results(events: list[Any]) -> list[ToolResultEvent]:
 async def test_project_rule_allows_without_asking(project: Path) -> None:
     (project / ".anvil").mkdir()
     (project / ".anvil" / "config.toml").write_text('[permissions]\nallow = ["echo *"]\n')
-    events, _ = await run_turn(project, command_turns("echo hello"))
+    events, _ = await run_turn(project, command_turns("echo hello"), trust=True)
     assert results(events)[0].ok and "hello" in results(events)[0].output
     answered = next(e for e in events if isinstance(e, ApprovalAnswered))
     assert answered.allow and answered.by == "echo *"
@@ -92,7 +93,7 @@ async def test_chain_needs_every_part_allowed(project: Path) -> None:
     (project / ".anvil").mkdir()
     (project / ".anvil" / "config.toml").write_text('[permissions]\nallow = ["echo *"]\n')
     events, _ = await run_turn(project, command_turns("echo ok && touch made.txt"),
-                               ApprovalDecision(False, "not now"))
+                               ApprovalDecision(False, "not now"), trust=True)
     request = next(e for e in events if isinstance(e, ApprovalRequested))
     assert request.suggested_pattern == "touch *"
     assert not (project / "made.txt").exists()
@@ -118,7 +119,8 @@ async def test_tool_rules_for_other_tools(project: Path) -> None:
     (project / ".anvil").mkdir()
     (project / ".anvil" / "config.toml").write_text('[permissions]\nallow = ["run_tests(*)"]\n')
     (project / "test_x.py").write_text("def test_ok():\n    assert True\n")
-    events, _ = await run_turn(project, [{"tool_calls": [{"name": "run_tests", "arguments": {}}]}, {"text": "ok"}])
+    events, _ = await run_turn(project, [{"tool_calls": [{"name": "run_tests", "arguments": {}}]}, {"text": "ok"}],
+                               trust=True)
     answered = next(e for e in events if isinstance(e, ApprovalAnswered))
     assert answered.allow and answered.by == "run_tests(*)"
 
@@ -135,8 +137,8 @@ async def test_decisions_are_recorded_in_the_session(project: Path) -> None:
 def test_bad_rule_in_config_is_one_clear_error(project: Path) -> None:
     (project / ".anvil").mkdir()
     (project / ".anvil" / "config.toml").write_text('[permissions]\nallow = ["*"]\n')
-    result = subprocess.run(anvil_command("-p", "hi", "--model", "scripted"), cwd=project, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(anvil_command("-p", "hi", "--model", "scripted", "--trust"), cwd=project,
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"anvil: {project / '.anvil' / 'config.toml'}: Permission rule '*'")
     assert result.stderr.count("\n") == 1
@@ -146,8 +148,9 @@ def test_headless_allows_by_rule_and_denies_the_rest(project: Path, server: Scri
     (project / ".anvil").mkdir()
     (project / ".anvil" / "config.toml").write_text('[permissions]\nallow = ["echo *"]\n')
     server.add(*command_turns("echo allowed-by-rule", "touch not-allowed.txt"))
-    result = subprocess.run(anvil_command("-p", "go", "--model", "openai/scripted", "--api-base", server.url),
-                            cwd=project, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    result = subprocess.run(anvil_command("-p", "go", "--model", "openai/scripted", "--api-base", server.url,
+                                          "--trust"), cwd=project, capture_output=True, text=True, timeout=120,
+                            env=dict(os.environ))
     assert result.returncode == 0, result.stderr
     tool_results = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool"]
     assert "allowed-by-rule" in tool_results[0]

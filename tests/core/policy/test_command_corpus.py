@@ -2,7 +2,9 @@
 
 Each row: the command, the expected decision, and a word that must appear in one of the reasons
 ("" = no risk reason expected for an allow). Decisions: allow (by rules), ask, deny (by a deny
-rule), hard (hard-deny, refused even with auto-approve).
+rule), hard (hard-deny, refused even with auto-approve), blind (a destructive command whose target
+only the running shell knows: asked, and refused under auto-approve). The attacks and the commands
+next to them that must not start asking are in ``test_command_corpus_hidden``.
 """
 
 from __future__ import annotations
@@ -111,8 +113,8 @@ CORPUS: list[tuple[str, str, str]] = [
     ("python -c \"import shutil; shutil.rmtree('/')\"", "ask", ""),  # code in strings is not read
     ("twine upload dist/*", "ask", "publishes a package"),
     ("poetry publish --build", "ask", "publishes a package"),
-    ("FOO=1 BAR=2 pytest -x", "allow", ""),
-    ("PYTHONPATH=src python -m pytest", "allow", ""),
+    ("FOO=1 BAR=2 pytest -x", "ask", "no rule allows: FOO=1 BAR=2 pytest -x"),  # prefixes are part of a rule
+    ("PYTHONPATH=src python -m pytest", "ask", ""),
     ("timeout 60 pytest tests/slow", "allow", ""),
     ("pytest -q 2>&1 | tail -n 30", "allow", ""),
     # --- builds ---------------------------------------------------------------------------------------
@@ -207,7 +209,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("pwd", "allow", ""),
     ("echo '$(rm -rf /)'", "allow", ""),  # single quotes: only text
     ("history | grep ssh", "ask", ""),
-    ("xargs -a files.txt rm -rf", "ask", "recursively"),
+    ("xargs -a files.txt rm -rf", "blind", "reads from its input"),
     ("cp id_rsa ~/.ssh/", "ask", "credentials or keys"),
     # --- dangerous ------------------------------------------------------------------------------------
     ("rm -rf /", "hard", "whole filesystem"),
@@ -256,7 +258,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("cat <<EOF\n$(unclosed\nEOF", "ask", "could not be checked"),
 ]
 
-EXPECTED_ACTION = {"allow": "allow", "ask": "ask", "deny": "deny", "hard": "deny"}
+EXPECTED_ACTION = {"allow": "allow", "ask": "ask", "deny": "deny", "hard": "deny", "blind": "ask"}
 
 
 def rules() -> CommandRules:
@@ -294,7 +296,7 @@ def test_corpus(command: str, expected: str, keyword: str) -> None:
 def test_corpus_with_auto_approve(command: str, expected: str) -> None:
     """Auto-approve allows everything except hard-deny, deny rules, and what cannot be read."""
     verdict = evaluate_command(command, rules(), ROOT, HOME, auto_approve=True)
-    if expected in ("hard", "deny"):
+    if expected in ("hard", "deny", "blind"):
         assert verdict.action == "deny"
     elif verdict.by == "parse failure":
         assert verdict.action == "ask"
@@ -302,7 +304,7 @@ def test_corpus_with_auto_approve(command: str, expected: str) -> None:
         assert (verdict.action, verdict.by) == ("allow", "auto-approve")
 
 
-@pytest.mark.parametrize("command", [c for c, e, _ in CORPUS if e == "ask"])
+@pytest.mark.parametrize("command", [c for c, e, _ in CORPUS if e in ("ask", "blind")])
 def test_always_allow_sticks(command: str) -> None:
     """Saving each suggested pattern makes progress: no pattern is ever offered twice, and the
     command ends up allowed unless a part is one no rule may pre-approve."""
@@ -316,7 +318,7 @@ def test_always_allow_sticks(command: str) -> None:
         current.add(verdict.suggested_pattern, "allow", "session")
     if verdict.action == "ask":
         assert verdict.by == "parse failure" or any(
-            key in " ".join(verdict.reasons) for key in ("download", "only known at run time"))
+            key in " ".join(verdict.reasons) for key in ("download", "only known at run time", "reads from its input"))
     else:
         assert verdict.action == "allow"
 

@@ -52,9 +52,12 @@ def test_pattern_matches(pattern: str, text: str, expected: bool) -> None:
 
 def test_rules_match_the_normalised_command() -> None:
     rules = CommandRules([CommandRule("rm *")])
-    for command in ('"rm" x', "\\rm x", "command rm x", "env A=1 rm x", "timeout 5 rm x", "FOO=1 rm x",
+    for command in ('"rm" x', "\\rm x", "command rm x", "env NO_COLOR=1 rm x", "timeout 5 rm x", "CI=1 rm x",
                     "nice -n 5 nohup rm x", "xargs -0 rm < list"):
         assert rules.decide(command).action == "allow", command
+    for command in ("env A=1 rm x", "FOO=1 rm x", "GIT_DIR=x rm x"):  # a prefix is part of what a rule matches
+        assert rules.decide(command).action == "ask", command
+    assert CommandRules([CommandRule("FOO=1 rm *")]).decide("env FOO=1 rm x").action == "allow"
     assert rules.decide("sudo rm x").action == "ask"  # privilege must be named
     assert rules.decide("/bin/rm x").action == "ask"  # allow is narrow: the path is not `rm`
 
@@ -149,7 +152,8 @@ SUGGESTIONS = [
     ("ls", "ls *"),
     ("rm -rf build", "rm *"),
     ("./gradlew test", "./gradlew test *"),
-    ("FOO=1 env BAR=2 timeout 5 make lint", "make lint *"),
+    ("FOO=1 env BAR=2 timeout 5 make lint", "FOO=1 BAR=2 make lint *"),
+    ("NODE_ENV=test npm test", "npm test *"),
     ("ls *.py", "ls *"),
     ("cat 'my file?.txt'", "cat *"),
     ("git --version", "git --version *"),

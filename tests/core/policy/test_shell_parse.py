@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anvil.core.policy import shell_parse as sp
-from anvil.core.policy.shell_command import Redirect
+from anvil.core.policy.shell_build import Builder, Ctx
+from anvil.core.policy.shell_command import Redirect, SimpleCommand
+from anvil.core.policy.shell_fallback import fallback_into
 from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.shell_words import privileged_inner, unwrap
 
@@ -56,7 +58,7 @@ FALLBACK = [  # bashlex cannot read these; the fallback must
     ("echo $((1 + $(date +%s)))", [("echo", "$((1 + $(date +%s)))"), ("date", "+%s")]),
     ("time make -j4", [("make", "-j4")]),
     ("arr=(a $(b) c); echo ${arr[@]}", [(), ("b",), ("echo", "${arr[@]}")]),
-    ("for ((i=0;i<3;i++)); do echo $i; done", [("echo", "$i")]),
+    ("for ((i=0;i<3;i++)); do echo $i; done", [(), ("echo", "$i")]),  # the arithmetic runs no program
     ("cat <<'EOF' > notes.md\n$(not run)\nEOF\nls", [("cat",), ("ls",)]),
     ("git commit -m \"$(cat <<'EOF'\nfix: x\n\n$(not run)\nEOF\n)\"",
      [("git", "commit", "-m", "$(cat <<'EOF'\nfix: x\n\n$(not run)\nEOF\n)"), ("cat",)]),
@@ -118,7 +120,8 @@ def test_env_prefixes_are_split_off_and_argv_keeps_what_was_written() -> None:
     assert cmd.argv == ("env", "BAZ=2", "nice", "make", "test")
     assert cmd.words == ("make", "test")
     assert cmd.wrappers == ("env", "nice")
-    assert cmd.normalized == "make test"
+    assert cmd.normalized == "FOO=1 BAR=a b BAZ=2 make test"  # rules match the environment a program gets
+    assert parse_command("NO_COLOR=1 CI=true make test").commands[0].normalized == "make test"  # inert ones aside
     assert parse_command("make FOO=1").commands[0].words == ("make", "FOO=1")  # an argument, not a prefix
 
 
@@ -245,11 +248,11 @@ AGREE = [
 @pytest.mark.parametrize("source", AGREE)
 def test_fallback_agrees_with_bashlex(source: str) -> None:
     """The fallback is only used when bashlex fails, so check it against bashlex where both work."""
-    first, second = sp._Builder(), sp._Builder()
-    sp._bashlex_into(source, first, sp._Ctx())
-    sp._fallback_into(source, second, sp._Ctx())
+    first, second = Builder(sp.parse_into), Builder(sp.parse_into)
+    sp.bashlex_into(source, first, Ctx())
+    fallback_into(source, second, Ctx())
 
-    def shape(cmds: tuple[sp.SimpleCommand, ...]) -> list[object]:
+    def shape(cmds: tuple[SimpleCommand, ...]) -> list[object]:
         groups: dict[int, list[tuple[int, int]]] = {}
         for i, c in enumerate(cmds):
             groups.setdefault(c.pipeline, []).append((i, c.stage))

@@ -359,3 +359,27 @@ def test_rewind_history_is_always_a_valid_prefix(shape, data):
     asked = {c["id"] for m in cut for c in m.get("tool_calls") or []}  # type: ignore[attr-defined]
     assert asked == answered
     assert index - len(cut) <= 2, "it only steps back over one unfinished tool exchange"
+
+
+async def test_a_sub_agent_leaves_later_changes_in_the_turn_they_belong_to(tmp_path, root, monkeypatch):
+    """A sub-agent ran its own turn 1 on the shared store: the parent's next writes went to turn 1 instead of 2."""
+    from anvil.config import Settings
+    from anvil.core.model.scripted import ScriptedModel
+    from anvil.runtime import open_runtime
+
+    task = {"name": "task", "arguments": {"description": "look", "prompt": "write it", "agent_type": "general"}}
+    turns = [{"text": "first"},
+             {"tool_calls": [task]},
+             {"tool_calls": [{"name": "write_file", "arguments": {"path": "by_sub.txt", "content": "s\n"}}]},
+             {"text": "sub done"},
+             {"tool_calls": [{"name": "write_file", "arguments": {"path": "after.txt", "content": "x\n"}}]},
+             {"text": "done"}]
+    runtime = open_runtime(Settings(model="scripted", auto_approve=True), root, model=ScriptedModel(turns),
+                           interactive=False)
+    for prompt in ("one", "two"):
+        async for _ in runtime.agent.run_turn(prompt):
+            pass
+    assert runtime.undo is not None
+    assert [(t.turn, sorted(f.display for f in t.files)) for t in runtime.undo.turns()] == [
+        (2, ["after.txt", "by_sub.txt"])]
+    assert runtime.undo.undo_last().ok and not (root / "after.txt").exists() and not (root / "by_sub.txt").exists()

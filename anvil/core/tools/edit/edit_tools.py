@@ -1,13 +1,14 @@
 """The ``edit_file`` and ``multi_edit`` tools: targeted replacements in an existing file.
 
 The matching itself is pure (:mod:`anvil.core.tools.edit.match`); this module adds what touches the
-disk: the read-before-edit rule, encoding and line endings, the checkpoint, the atomic write, the diff
-and the linter.
+disk, through the safeguards every file change shares (:mod:`anvil.core.tools.files.changes`): the
+read-before-edit rule, encoding and line endings, the checkpoint, the atomic write; then the diff and the linter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +25,19 @@ from anvil.core.tools.edit.match import (
     apply_edits,
 )
 from anvil.core.tools.errors import ToolError
-from anvil.core.tools.files.file_tools import (
+from anvil.core.tools.files.changes import (
+    ChangeTarget,
+    LoadedFile,
     change_lock,
+    change_target,
     clip_diff,
     encode_for,
     load_for_change,
-    phase_label,
     save_change,
     with_lint,
 )
-from anvil.core.tools.files.textfile import TextDocument, diff_stats, unified_diff
+from anvil.core.tools.files.file_tools import phase_label
+from anvil.core.tools.files.textdiff import diff_stats, unified_diff
 
 #: A failed edit shows at most this many lines of the closest region.
 CLOSEST_REGION_LINES = 40
@@ -79,6 +83,9 @@ class EditFileTool(Tool):
     def phase(self, args: Any) -> str:
         return phase_label("Editing", args.path)
 
+    def write_targets(self, args: Any) -> list[str]:
+        return [args.path]
+
     def preview(self, args: EditFileArgs, ctx: ToolContext) -> str | None:
         return preview_edit(ctx, args.path, [Edit(args.old_string, args.new_string, args.replace_all)])
 
@@ -104,6 +111,9 @@ class MultiEditTool(Tool):
     def phase(self, args: Any) -> str:
         return phase_label("Editing", args.path)
 
+    def write_targets(self, args: Any) -> list[str]:
+        return [args.path]
+
     def preview(self, args: MultiEditArgs, ctx: ToolContext) -> str | None:
         return preview_edit(ctx, args.path, [Edit(e.old_string, e.new_string, e.replace_all) for e in args.edits])
 
@@ -113,36 +123,36 @@ class MultiEditTool(Tool):
         return await with_lint(result, path, ctx)
 
 
-def _planned_edit(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool
-                  ) -> tuple[Path, str, bytes, TextDocument, MultiEditApplied]:
-    """Everything up to the write: resolve, check the read, apply the edits to the text in memory."""
-    path = ctx.resolve(raw_path)
-    display = ctx.display(path)
-    if not path.exists():
-        raise ToolError(f"{display} does not exist, so there is nothing to edit. To create it, use write_file "
-                        "with its full content.")
-    original, document = load_for_change(ctx, path, display, "edited")
-    outcome = apply_edits(document.text, edits)
+def _planned_edit(ctx: ToolContext, target: ChangeTarget, edits: list[Edit], multi: bool
+                  ) -> tuple[LoadedFile, MultiEditApplied]:
+    """Everything up to the write: check the read, apply the edits to the text in memory."""
+    if not os.path.lexists(target.path):
+        raise ToolError(f"{target.display} does not exist, so there is nothing to edit. To create it, use "
+                        "write_file with its full content.")
+    loaded = load_for_change(ctx, target, "edited")
+    outcome = apply_edits(loaded.document.text, edits)
     if isinstance(outcome, MultiEditFailed):
-        raise ToolError(_failure_message(display, outcome, len(edits), multi))
-    return path, display, original, document, outcome
+        raise ToolError(_failure_message(target.display, outcome, len(edits), multi))
+    return loaded, outcome
 
 
 def preview_edit(ctx: ToolContext, raw_path: str, edits: list[Edit]) -> str | None:
     """The diff the edits would make, or None when they would fail (the failure is reported when run)."""
     try:
-        _, display, _, document, outcome = _planned_edit(ctx, raw_path, edits, True)
+        target = change_target(ctx, raw_path)
+        loaded, outcome = _planned_edit(ctx, target, edits, True)
     except ToolError:
         return None
-    return unified_diff(document.text, outcome.text, display)
+    return unified_diff(loaded.document.text, outcome.text, target.display)
 
 
 def _edit_file(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool) -> tuple[ToolResult, Path]:
-    path = ctx.resolve(raw_path)
-    with change_lock(ctx, path):
-        path, display, original, document, outcome = _planned_edit(ctx, raw_path, edits, multi)
-        save_change(ctx, path, display, original, encode_for(document, outcome.text, display))
-    diff = unified_diff(document.text, outcome.text, display)
+    target = change_target(ctx, raw_path)
+    display = target.display
+    with change_lock(ctx, target.path):
+        loaded, outcome = _planned_edit(ctx, target, edits, multi)
+        save_change(ctx, target, loaded, encode_for(loaded.document, outcome.text, display))
+    diff = unified_diff(loaded.document.text, outcome.text, display)
     added, removed = diff_stats(diff)
     if multi:
         described = "; ".join(f"edits[{i}]: {_describe(r)}" for i, r in enumerate(outcome.results))
@@ -155,7 +165,7 @@ def _edit_file(ctx: ToolContext, raw_path: str, edits: list[Edit], multi: bool) 
         f"{headline}\n\n{clip_diff(diff)}", summary=f"Edited {display} (+{added} -{removed})", diff=diff,
         data={"path": display, "steps": [r.step for r in outcome.results], "added": added, "removed": removed,
               "lines": [[str(r) for r in applied.ranges] for applied in outcome.results]})
-    return result, path
+    return result, target.path
 
 
 def _describe(result: EditApplied) -> str:

@@ -1,2 +1,3 @@
-"""The file tools (read_file, write_file), faithful text I/O, and keeping paths inside the project.
+"""The file tools (read_file, write_file), faithful text I/O, opening and replacing files without following
+symbolic links, and cleaning up what a killed write left behind.
 """

@@ -1,40 +1,50 @@
-"""The ``read_file`` and ``write_file`` tools, and the safeguards every file change goes through.
+"""The ``read_file`` and ``write_file`` tools.
 
 A change to an existing file needs a read of it in this session and no change on disk since (so the
 model never overwrites what it has not seen), is checkpointed before it happens, keeps the file's
-encoding and line endings, is written atomically, and is reported as a unified diff.
+encoding and line endings, is written atomically, and is reported as a unified diff: the safeguards
+every file change shares are in :mod:`anvil.core.tools.files.changes`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import itertools
 import os
-import stat
-import threading
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import Field
 from rapidfuzz import fuzz, process
 
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.errors import ToolError
-from anvil.core.tools.files.lint import run_linter
+from anvil.core.tools.files.changes import (
+    ChangeTarget,
+    base_dirs,
+    change_lock,
+    change_target,
+    clip_diff,
+    digest,
+    encode_for,
+    load_for_change,
+    save_change,
+    with_lint,
+)
+from anvil.core.tools.files.safe_io import located, open_regular
+from anvil.core.tools.files.textdiff import diff_stats, unified_diff
 from anvil.core.tools.files.textfile import (
     BINARY_SNIFF_BYTES,
     BinaryFileError,
-    TextDocument,
-    UnencodableTextError,
-    atomic_write,
     count_lines,
     decode_text,
-    diff_stats,
     document_for_new_text,
     split_lines,
     stream_encoding,
-    unified_diff,
 )
 from anvil.core.tools.search.ignore import ALWAYS_SKIPPED
 
@@ -44,8 +54,6 @@ MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = 100_000
 #: Files above this size are read line by line instead of being decoded whole.
 STREAM_READ_BYTES = 64 * 1024 * 1024
-#: The diff in the model's output is cut past this; the full diff still goes to the front end.
-DIFF_OUTPUT_CHARS = 8000
 #: How many project files the "did you mean" search looks at, at most.
 SUGGESTION_SCAN_LIMIT = 50_000
 
@@ -55,106 +63,6 @@ def phase_label(verb: str, path: str) -> str:
     if len(shown) > 60:
         shown = "…/" + "/".join(shown.replace("\\", "/").split("/")[-2:])
     return f"{verb} {shown}"
-
-
-# --- the safeguards shared with editing.py ----------------------------------------------------------
-
-
-_LOCKS_GUARD = threading.Lock()
-
-
-def change_lock(ctx: ToolContext, path: Path) -> threading.Lock:
-    """The lock serialising changes to ``path`` in this session: two tool calls on one file must not
-    both pass the freshness check and then overwrite each other."""
-    with _LOCKS_GUARD:
-        locks: dict[Path, threading.Lock] = ctx.state.setdefault("file_change_locks", {})
-        return locks.setdefault(path, threading.Lock())
-
-
-def require_fresh_read(ctx: ToolContext, path: Path, display: str, action: str) -> None:
-    """Refuse ``action`` on a file the model has not read, or that changed on disk since it did."""
-    stamp = ctx.reads.get(path)
-    if stamp is None:
-        raise ToolError(f"{display} has not been read in this session, so it cannot be {action} yet. Read "
-                        "it with read_file first (so you see its current content), then retry.")
-    current = path.stat()
-    if current.st_mtime_ns != stamp.mtime_ns or current.st_size != stamp.size:
-        raise ToolError(f"{display} changed on disk since you last read it (size {stamp.size} → "
-                        f"{current.st_size} bytes, or a newer modification time): someone else edited it. "
-                        "Read it again with read_file, then redo this change against its current content.")
-
-
-def check_regular_file(path: Path, display: str) -> os.stat_result:
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ToolError(f"{display} does not exist.") from None
-    except OSError as exc:
-        raise ToolError(f"Cannot access {display}: {exc.strerror}.") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{display} is a directory, not a file. Use list_files to see what it contains.")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{display} is not a regular file (it is a device, socket or pipe); file tools "
-                        "only work on regular files.")
-    return info
-
-
-def load_for_change(ctx: ToolContext, path: Path, display: str, action: str) -> tuple[bytes, TextDocument]:
-    """An existing file's bytes and decoded text, once it is safe for the model to change it."""
-    info = check_regular_file(path, display)
-    require_fresh_read(ctx, path, display, action)
-    # No write bit at all is the owner saying "do not change this", even to root, who could.
-    if not os.access(path, os.W_OK) or not info.st_mode & 0o222:
-        raise ToolError(f"{display} is read-only (its permissions forbid writing). Ask the person whether "
-                        "it should be changed; the file tools will not override its permissions.")
-    try:
-        original = path.read_bytes()
-    except OSError as exc:
-        raise ToolError(f"Cannot read {display}: {exc.strerror}.") from None
-    try:
-        return original, decode_text(original)
-    except BinaryFileError:
-        raise ToolError(f"{display} is a binary file; the file tools only change text files.") from None
-
-
-def encode_for(document: TextDocument, new_text: str, display: str) -> bytes:
-    try:
-        return document.encode(new_text)
-    except UnencodableTextError as exc:
-        raise ToolError(f"{display} is stored as {exc.encoding}, which cannot hold {exc.char!r} "
-                        f"(U+{ord(exc.char):04X}, line {exc.line} of the new content). Use characters "
-                        f"{exc.encoding} can store (or an escape sequence), or ask the person to convert the "
-                        "file to UTF-8. The file is unchanged.") from None
-
-
-def save_change(ctx: ToolContext, path: Path, display: str, original: bytes | None, data: bytes) -> None:
-    """Checkpoint, then write atomically, then remember the new state as read (a follow-up edit needs
-    no re-read: the model knows what it just wrote)."""
-    ctx.checkpoints.record(path, original)
-    try:
-        if original is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, data)
-    except OSError as exc:
-        raise ToolError(f"Could not write {display}: {exc.strerror or exc}. The file is unchanged.") from None
-    ctx.record_read(path)
-
-
-def clip_diff(diff: str) -> str:
-    """The diff as the model sees it: whole when short, else its start and a count of what was cut."""
-    if len(diff) <= DIFF_OUTPUT_CHARS:
-        return diff
-    cut = diff.rfind("\n", 0, DIFF_OUTPUT_CHARS) + 1
-    hidden = diff.count("\n", cut)
-    return f"{diff[:cut]}… diff cut here: {hidden} more lines. Read the file to check the rest.\n"
-
-
-async def with_lint(result: ToolResult, path: Path, ctx: ToolContext) -> ToolResult:
-    report = await run_linter(path, ctx)
-    if report:
-        result.output = f"{result.output.rstrip()}\n\n{report}"
-        result.data = {**(result.data or {}), "lint": report}
-    return result
 
 
 # --- read_file --------------------------------------------------------------------------------------
@@ -188,29 +96,33 @@ class ReadFileTool(Tool):
     def _read(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.resolve(args.path)
         display = ctx.display(path)
-        if not path.exists():
-            raise ToolError(_missing_message(ctx, path, display))
-        info = check_regular_file(path, display)
         try:
-            if info.st_size > STREAM_READ_BYTES:
-                lines, total, binary = _stream_lines(path, args.offset, args.limit)
-            else:
-                lines, total, binary = _decoded_lines(path.read_bytes(), args.offset, args.limit)
+            with located(path, base_dirs(ctx), display) as location:
+                fd, info = open_regular(location, display)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolError(_missing_message(ctx, path, display)) from None
         except OSError as exc:
             raise ToolError(f"Cannot read {display}: {exc.strerror}.") from None
-        if binary:
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                page = (_streamed_page if info.st_size > STREAM_READ_BYTES else _decoded_page)(
+                    handle, args.offset, args.limit)
+        except OSError as exc:
+            raise ToolError(f"Cannot read {display}: {exc.strerror}.") from None
+        if page.binary:
             raise ToolError(f"{display} is a binary file ({info.st_size:,} bytes); read_file only shows text. "
                             "Use run_command (for example `file` or `xxd | head`) to inspect it.")
-        ctx.record_read(path)
+        ctx.record_read(path, info, page.digest)
+        total = page.total
         if total == 0:
             return ToolResult(f"{display} is empty (0 lines).", summary=f"Read {display} (empty)",
                               data={"path": display, "lines": 0})
-        if not lines:
+        if not page.lines:
             size = f", which has {total} lines. Use an offset from 1 to {total}" if total > 0 else ""
             raise ToolError(f"offset {args.offset} is past the end of {display}{size}.")
-        body, shown = _number_lines(lines, args.offset)
+        body, shown = _number_lines(page.lines, args.offset)
         last = args.offset + shown - 1
-        notes = []
+        notes = [_stray_note(display, *page.stray)] if page.stray[0] else []
         if total < 0:
             notes.append(f"(Lines {args.offset}-{last} shown; the file continues. Read on with "
                          f"offset={last + 1}.)")
@@ -218,43 +130,72 @@ class ReadFileTool(Tool):
             notes.append(f"(Lines {args.offset}-{last} of {total} shown; {total - last} more. Read on with "
                          f"offset={last + 1}.)")
         output = body + ("\n" + "\n".join(notes) if notes else "")
-        return ToolResult(output, summary=f"Read {display} (lines {args.offset}-{last})",
-                          data={"path": display, "first": args.offset, "last": last, "total": total})
+        data: dict[str, object] = {"path": display, "first": args.offset, "last": last, "total": total}
+        if page.stray[0]:
+            data["invalid_bytes"] = {"count": page.stray[0], "lines": page.stray[1]}
+        return ToolResult(output, summary=f"Read {display} (lines {args.offset}-{last})", data=data)
 
 
-def _decoded_lines(data: bytes, offset: int, limit: int) -> tuple[list[str], int, bool]:
-    """(the requested lines, the total line count, binary?) of a whole file's bytes."""
+@dataclass
+class _Page:
+    """What one read_file call shows, and what it knows about the whole file."""
+
+    lines: list[str] = field(default_factory=list)
+    #: the file's line count; -1 when a streamed read did not reach the end
+    total: int = 0
+    binary: bool = False
+    #: sha256 of the whole file, for the check before a later change
+    digest: str = ""
+    #: bytes that are not valid UTF-8 in a UTF-8 file: how many, and on which lines
+    stray: tuple[int, list[int]] = (0, [])
+
+
+def _decoded_page(handle: BinaryIO, offset: int, limit: int) -> _Page:
+    """The requested lines of a file read and decoded whole."""
+    data = handle.read()
     try:
-        text = decode_text(data).text
+        document = decode_text(data)
     except BinaryFileError:
-        return [], 0, True
-    total = count_lines(text)
+        return _Page(binary=True)
+    text = document.text
+    page = _Page(total=count_lines(text), digest=digest(data), stray=document.stray_bytes())
     start = 0
     for _ in range(offset - 1):  # find the offset without splitting lines we will not show
         start = text.find("\n", start) + 1
         if start == 0:
-            return [], total, False
+            return page
     end = start
     for _ in range(limit):
         end = text.find("\n", end) + 1
         if end == 0:
             end = len(text)
             break
-    return split_lines(text[start:end]), total, False
+    page.lines = split_lines(text[start:end])
+    return page
 
 
-def _stream_lines(path: Path, offset: int, limit: int) -> tuple[list[str], int, bool]:
+def _streamed_page(handle: BinaryIO, offset: int, limit: int) -> _Page:
     # A huge file (a log, a dump) is not decoded whole: only the requested lines are read. Its total is
     # unknown (-1) unless the read reached the end. Undecodable bytes are shown as U+FFFD here.
-    with open(path, "rb") as raw:
-        encoding = stream_encoding(raw.read(BINARY_SNIFF_BYTES))
-        if encoding is None:
-            return [], 0, True
-        raw.seek(0)
-        reader = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline=None)
-        wanted = list(itertools.islice(reader, offset - 1, offset + limit))
+    encoding = stream_encoding(handle.read(BINARY_SNIFF_BYTES))
+    if encoding is None:
+        return _Page(binary=True)
+    handle.seek(0)
+    whole = hashlib.file_digest(handle, "sha256").hexdigest()
+    handle.seek(0)
+    reader = io.TextIOWrapper(handle, encoding=encoding, errors="replace", newline=None)
+    wanted = list(itertools.islice(reader, offset - 1, offset + limit))
+    reader.detach()  # the handle is closed by its owner
     lines = [line.removesuffix("\n") for line in wanted[:limit]]
-    return lines, (offset - 1 + len(lines) if 0 < len(wanted) <= limit else -1), False
+    return _Page(lines, offset - 1 + len(lines) if 0 < len(wanted) <= limit else -1, digest=whole)
+
+
+def _stray_note(display: str, count: int, lines: list[int]) -> str:
+    where = ", ".join(str(line) for line in lines[:10]) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
+    many = count > 1
+    return (f"(Note: {display} is UTF-8 except for {count} byte{'s' if many else ''} that {'are' if many else 'is'} "
+            f"not valid UTF-8, on line{'s' if len(lines) > 1 else ''} {where}, shown as \ufffd. Edits keep "
+            f"{'them' if many else 'it'} as {'they are' if many else 'it is'}; text you write is stored as UTF-8.)")
 
 
 def _number_lines(lines: Iterable[str], first: int) -> tuple[str, int]:
@@ -326,40 +267,40 @@ class WriteFileTool(Tool):
     def phase(self, args: WriteFileArgs) -> str:
         return phase_label("Writing", args.path)
 
+    def write_targets(self, args: WriteFileArgs) -> list[str]:
+        return [args.path]
+
     def preview(self, args: WriteFileArgs, ctx: ToolContext) -> str | None:
         try:
-            path = ctx.resolve(args.path)
-            display = ctx.display(path)
-            before = load_for_change(ctx, path, display, "overwritten")[1].text if path.exists() else ""
+            target = change_target(ctx, args.path)
+            exists = os.path.lexists(target.path)
+            before = load_for_change(ctx, target, "overwritten").document.text if exists else ""
         except ToolError:
             return None  # the same check fails again when the call runs, with its message for the model
         new_text = document_for_new_text(args.content).text
-        return unified_diff(before, new_text, display, new_file=not path.exists())
+        return unified_diff(before, new_text, target.display, new_file=not exists)
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         result, path = await asyncio.to_thread(self._write, args, ctx)
         return await with_lint(result, path, ctx)
 
     def _write(self, args: WriteFileArgs, ctx: ToolContext) -> tuple[ToolResult, Path]:
-        path = ctx.resolve(args.path)
-        display = ctx.display(path)
-        with change_lock(ctx, path):
-            return self._write_locked(args, ctx, path, display), path
+        target = change_target(ctx, args.path)
+        with change_lock(ctx, target.path):
+            return self._write_locked(args, ctx, target), target.path
 
-    def _write_locked(self, args: WriteFileArgs, ctx: ToolContext, path: Path, display: str) -> ToolResult:
+    def _write_locked(self, args: WriteFileArgs, ctx: ToolContext, target: ChangeTarget) -> ToolResult:
         incoming = document_for_new_text(args.content)
         new_text = incoming.text
-        exists = path.exists()
-        if exists:
-            original, document = load_for_change(ctx, path, display, "overwritten")
-            before = document.text
-        else:
-            original, document, before = None, incoming, ""
+        display = target.display
+        exists = os.path.lexists(target.path)
+        loaded = load_for_change(ctx, target, "overwritten") if exists else None
+        document, before = (loaded.document, loaded.document.text) if loaded is not None else (incoming, "")
         if exists and new_text == before:
             return ToolResult(f"{display} already has exactly this content; nothing was written.",
                               summary=f"{display} unchanged", data={"path": display}, changed=False)
         data = encode_for(document, new_text, display)
-        save_change(ctx, path, display, original, data)
+        save_change(ctx, target, loaded, data)
         diff = unified_diff(before, new_text, display, new_file=not exists)
         added, removed = diff_stats(diff)
         lines = count_lines(new_text)

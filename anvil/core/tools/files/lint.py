@@ -3,8 +3,8 @@
 ``ctx.settings.lint`` maps a key to a command template, e.g. ``{"python": "ruff check --output-format
 concise {path}"}``. The key is the file's extension (``".py"`` or ``"py"``), its language (``"python"``) or
 its exact name (``"Dockerfile"``). ``{path}`` becomes the file's path relative to the project root, where
-the command runs; without a placeholder the path is appended. Commands run without a shell (so a path
-cannot inject anything); wrap them in ``sh -c '...'`` for pipes.
+the command runs (in the session's OS sandbox); without a placeholder the path is appended. Commands run
+without a shell (so a path cannot inject anything); wrap them in ``sh -c '...'`` for pipes.
 
 A linter that is not installed is skipped quietly: the edit succeeded, and the model cannot fix that.
 """
@@ -15,9 +15,12 @@ import asyncio
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 from pathlib import Path
 
+from anvil.core.sandbox.lifetime import end_tagged
+from anvil.core.sandbox.sandbox import SandboxUnavailable
 from anvil.core.tools.base import ToolContext
 
 #: Findings beyond this many characters are cut: the first ones are what the model fixes first.
@@ -68,19 +71,25 @@ async def run_linter(path: Path, ctx: ToolContext) -> str | None:
     if not argv:
         return None
     shown = shlex.join(argv)
+    if not _installed(argv[0], ctx.root):
+        return None  # the linter is not installed (or not runnable) here
+    try:
+        launch = await ctx.sandbox.launch(argv, ctx.root)  # the model wrote what it reads: in the sandbox
+    except SandboxUnavailable as exc:
+        return f"Lint skipped: {exc}"
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv, cwd=ctx.root, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=os.name == "posix")
+            *launch.argv, cwd=ctx.root, env=launch.env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=os.name == "posix")
     except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return None  # the linter is not installed (or not runnable) here
+        return None
     try:
         output, _ = await asyncio.wait_for(process.communicate(), ctx.settings.lint_timeout)
     except TimeoutError:
-        await _stop(process)
+        await _stop(process, launch.tag)
         return f"Lint skipped: `{shown}` did not finish within {ctx.settings.lint_timeout:g}s."
     except asyncio.CancelledError:
-        await _stop(process)
+        await _stop(process, launch.tag)
         raise
     text = output.decode("utf-8", "replace").strip()
     if not text:
@@ -93,12 +102,21 @@ async def run_linter(path: Path, ctx: ToolContext) -> str | None:
     return f"Linter `{shown}` (exit {process.returncode}):\n{text}"
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    # The linter may have started children (npx, node...): end its whole process group.
+def _installed(program: str, root: Path) -> bool:
+    """Whether ``program`` can be run from ``root``: a name on PATH, or a path (``node_modules/.bin/x``)."""
+    if "/" in program:
+        path = root / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program) is not None
+
+
+async def _stop(process: asyncio.subprocess.Process, tag: str) -> None:
+    # The linter may have started children (npx, node...): end its whole process group, and what left it.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if os.name == "posix":
             os.killpg(process.pid, signal.SIGKILL)
         else:
             process.kill()
+    await end_tagged(tag, grace=0)
     with contextlib.suppress(ProcessLookupError):
         await process.wait()

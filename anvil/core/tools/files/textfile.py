@@ -3,19 +3,22 @@
 A file is decoded into a :class:`TextDocument`: its text with line endings normalised to ``\\n`` (what the
 model reads and edits) plus the :class:`TextFormat` needed to write it back exactly as it was stored:
 encoding, byte-order mark and line-ending style. Files whose line endings are mixed keep the original text
-too, so that lines an edit did not touch keep their own endings.
+too, so that lines an edit did not touch keep their own endings; UTF-8 files with a few invalid bytes keep
+them the same way (:mod:`anvil.core.tools.files.stray_bytes`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import difflib
-import os
 import re
-import secrets
-import stat
 from dataclasses import dataclass
-from pathlib import Path
+
+from anvil.core.tools.files.stray_bytes import (
+    SURROGATE,
+    decode_with_stray_bytes,
+    restore_stray_bytes,
+    shown,
+    stray_lines,
+)
 
 #: How much of a file's head is inspected for NUL bytes (the same heuristic as git and grep).
 BINARY_SNIFF_BYTES = 8192
@@ -53,6 +56,8 @@ class TextFormat:
     bom: bytes = b""
     newline: str = "\n"
     mixed_newlines: bool = False
+    #: UTF-8 with bytes that are not UTF-8, kept as they are (surrogate escapes)
+    stray_bytes: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,13 +68,25 @@ class TextDocument:
     format: TextFormat
     #: The decoded text before newline normalisation; kept only when the endings are mixed.
     original_text: str | None = None
+    #: For a UTF-8 file with stray bytes: ``text`` with those bytes as surrogate escapes (``text`` shows U+FFFD).
+    escaped_text: str | None = None
 
     @property
     def final_newline(self) -> bool:
         return self.text.endswith("\n")
 
+    def stray_bytes(self) -> tuple[int, list[int]]:
+        """How many bytes of the file are not valid UTF-8, and on which lines (none unless ``format.stray_bytes``)."""
+        return stray_lines(self.escaped_text) if self.escaped_text is not None else (0, [])
+
     def encode(self, new_text: str) -> bytes:
         """``new_text`` (``\\n`` endings) as bytes in this document's format."""
+        if self.escaped_text is not None:
+            surrogate = SURROGATE.search(new_text)
+            if surrogate:  # only the file's own stray bytes may be written as they are, never the model's
+                line = new_text.count("\n", 0, surrogate.start()) + 1
+                raise UnencodableTextError(surrogate.group(), self.format.encoding, line)
+            new_text = restore_stray_bytes(new_text, self.text, self.escaped_text)
         return encode_text(new_text, self.format, self.original_text)
 
 
@@ -117,8 +134,9 @@ def detect_newline(text: str) -> tuple[str, bool]:
 def decode_text(data: bytes) -> TextDocument:
     """Decode file bytes; raises :class:`BinaryFileError` for binary content.
 
-    A byte-order mark decides the encoding; otherwise UTF-8, and latin-1 only when the bytes are not
-    valid UTF-8 (latin-1 maps every byte to a character, so such files still round-trip unchanged).
+    A byte-order mark decides the encoding; otherwise UTF-8. Bytes that are not valid UTF-8 are kept as they
+    are (:mod:`~anvil.core.tools.files.stray_bytes`) when the rest is UTF-8 with at least one multi-byte
+    character; without one the file is latin-1 (which maps every byte to a character, so it round-trips).
     """
     encoding, bom = "utf-8", b""
     for mark, codec in _BOMS:
@@ -128,16 +146,23 @@ def decode_text(data: bytes) -> TextDocument:
     if not bom and looks_binary(data):
         raise BinaryFileError("the file contains NUL bytes near its start")
     body = data[len(bom):]
+    escaped: str | None = None
     try:
         raw = body.decode(encoding)
     except UnicodeDecodeError as exc:
-        if bom:
+        if encoding == "utf-8":
+            escaped = decode_with_stray_bytes(body, declared=bool(bom))
+        if escaped is None and bom:
             message = f"the file starts with a {encoding} byte-order mark but is not valid {encoding}"
             raise BinaryFileError(message) from exc
-        encoding, raw = "latin-1", body.decode("latin-1")
+        encoding, raw = ("utf-8", escaped) if escaped is not None else ("latin-1", body.decode("latin-1"))
     newline, mixed = detect_newline(raw)
-    fmt = TextFormat(encoding=encoding, bom=bom, newline=newline, mixed_newlines=mixed)
-    return TextDocument(text=normalise_newlines(raw), format=fmt, original_text=raw if mixed else None)
+    fmt = TextFormat(encoding=encoding, bom=bom, newline=newline, mixed_newlines=mixed,
+                     stray_bytes=escaped is not None)
+    text = normalise_newlines(raw)
+    if escaped is None:
+        return TextDocument(text=text, format=fmt, original_text=raw if mixed else None)
+    return TextDocument(text=shown(text), format=fmt, original_text=raw if mixed else None, escaped_text=text)
 
 
 def stream_encoding(head: bytes) -> str | None:
@@ -153,7 +178,8 @@ def stream_encoding(head: bytes) -> str | None:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 3:  # not merely a multi-byte character cut by the end of the head
+        # Not merely a multi-byte character cut by the end of the head, and no UTF-8 around the bad bytes.
+        if exc.start < len(head) - 3 and decode_with_stray_bytes(head) is None:
             return "latin-1"
     return "utf-8"
 
@@ -175,7 +201,7 @@ def encode_text(text: str, fmt: TextFormat, original_text: str | None = None) ->
     else:
         stored = text if fmt.newline == "\n" else text.replace("\n", fmt.newline)
     try:
-        return fmt.bom + stored.encode(fmt.encoding)
+        return fmt.bom + stored.encode(fmt.encoding, "surrogateescape" if fmt.stray_bytes else "strict")
     except UnicodeEncodeError as exc:
         char = exc.object[exc.start]
         line = len(_LINE_BREAK.findall(stored, 0, exc.start)) + 1
@@ -203,152 +229,3 @@ def _restore_mixed_endings(text: str, original: str, dominant: str) -> str:
         pieces.append(ending)
     pieces.append(new_contents[-1])
     return "".join(pieces)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path``'s content with ``data`` so that readers see the old or the new file, never half.
-
-    The bytes go to a temporary file in the same directory (same filesystem, so ``os.replace`` is an
-    atomic rename), which takes the original's permission bits and, where allowed, its owner.
-    A file with several hard links is rewritten in place instead: renaming over it would cut this
-    name off from the others.
-    """
-    try:
-        existing: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        existing = None
-    if existing is not None and existing.st_nlink > 1:
-        with open(path, "r+b") as handle:
-            handle.write(data)
-            handle.truncate()
-            handle.flush()
-            os.fsync(handle.fileno())
-        return
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.anvil-tmp")
-    # 0o666 lets the umask decide a new file's mode, exactly as a plain open() would.
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())  # the rename must not land before the data does
-        if existing is not None:
-            os.chmod(temp, stat.S_IMODE(existing.st_mode))
-            if hasattr(os, "chown"):
-                with contextlib.suppress(OSError):  # only root may give a file away; others keep theirs
-                    os.chown(temp, existing.st_uid, existing.st_gid)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
-def unified_diff(before: str, after: str, label: str, *, new_file: bool = False, context: int = 3) -> str:
-    """A unified diff (``a/label`` → ``b/label``, or from ``/dev/null``) of two ``\\n`` texts.
-
-    The common head and tail are cut away before difflib runs, so a one-line change in a 10 MB file
-    costs a few string comparisons rather than a sequence match over every line.
-    """
-    if before == after:
-        return ""
-    prefix = _common_prefix_len(before, after)
-    suffix = _common_suffix_len(before, after, min(len(before), len(after)) - prefix)
-    start = before.rfind("\n", 0, prefix) + 1  # the differing region starts on a line boundary...
-    common_tail = before[len(before) - suffix:]
-    cut = common_tail.find("\n")
-    suffix = 0 if cut < 0 else suffix - (cut + 1)  # ...and ends on one
-    for _ in range(context):
-        if start == 0:
-            break
-        start = before.rfind("\n", 0, start - 1) + 1
-    tail_start = len(before) - suffix
-    for _ in range(context):
-        if suffix == 0:
-            break
-        next_break = before.find("\n", tail_start)
-        consumed = (next_break + 1 if next_break >= 0 else len(before)) - tail_start
-        tail_start += consumed
-        suffix -= consumed
-    first_line = before.count("\n", 0, start)
-    old_chunk = _lines_keepends(before[start:len(before) - suffix])
-    new_chunk = _lines_keepends(after[start:len(after) - suffix])
-    label = label.lstrip("/")  # a file in an allowed directory outside the project has an absolute path
-    from_label = "/dev/null" if new_file else f"a/{label}"
-    lines = [f"--- {from_label}\n", f"+++ b/{label}\n"]
-    for line in list(difflib.unified_diff(old_chunk, new_chunk, n=context))[2:]:
-        if line.startswith("@@"):
-            line = _shift_hunk_header(line, first_line)
-        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(lines)
-
-
-def diff_stats(diff: str) -> tuple[int, int]:
-    """(lines added, lines removed) in a unified diff."""
-    added = removed = 0
-    for line in diff.splitlines():
-        if line.startswith("+") and not line.startswith("+++ "):
-            added += 1
-        elif line.startswith("-") and not line.startswith("--- "):
-            removed += 1
-    return added, removed
-
-
-_LINE_WITH_END = re.compile(r"[^\n]*\n|[^\n]+$")
-
-
-def _lines_keepends(text: str) -> list[str]:
-    # Not str.splitlines: that also breaks on \f, \v, \x85, \u2028...; a diff must break on \n only.
-    return _LINE_WITH_END.findall(text)
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-
-
-def _shift_hunk_header(header: str, offset: int) -> str:
-    def shift(match: re.Match[str]) -> str:
-        old_start, old_len, new_start, new_len = match.groups()
-        return (f"@@ -{int(old_start) + offset}{old_len or ''} "
-                f"+{int(new_start) + offset}{new_len or ''} @@")
-
-    return _HUNK.sub(shift, header, count=1)
-
-
-_CHUNK = 1 << 16
-
-
-def _common_prefix_len(a: str, b: str) -> int:
-    # Chunked slice comparison (memcmp speed), then a binary search inside the first differing chunk.
-    limit = min(len(a), len(b))
-    low = 0
-    while low < limit:
-        high = min(low + _CHUNK, limit)
-        if a[low:high] == b[low:high]:
-            low = high
-            continue
-        while high - low > 1:
-            mid = (low + high) // 2
-            if a[low:mid] == b[low:mid]:
-                low = mid
-            else:
-                high = mid
-        return low
-    return limit
-
-
-def _common_suffix_len(a: str, b: str, limit: int) -> int:
-    la, lb = len(a), len(b)
-    low = 0
-    while low < limit:
-        high = min(low + _CHUNK, limit)
-        if a[la - high:la - low] == b[lb - high:lb - low]:
-            low = high
-            continue
-        while high - low > 1:
-            mid = (low + high) // 2
-            if a[la - mid:la - low] == b[lb - mid:lb - low]:
-                low = mid
-            else:
-                high = mid
-        return low
-    return limit

@@ -2,15 +2,17 @@
 
 :class:`OutputCollector` decodes a process's bytes incrementally, strips ANSI escapes and progress-bar
 rewrites, keeps only a head and a tail in memory (:class:`HeadTail`) however much a command prints,
-and streams the full text to a log file so nothing is lost.
+and streams the text to a capped log file (:mod:`command_log`).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+
+from anvil.core.tools.shell.command_log import CappedLog
 
 _ANSI = re.compile(
     r"""
@@ -118,23 +120,25 @@ class HeadTail:
 
 
 class OutputCollector:
-    """Receives a process's raw bytes: decodes, cleans, logs everything, keeps head + tail."""
+    """Receives a process's raw bytes: decodes, cleans, logs everything (to a capped log), keeps head + tail."""
 
-    def __init__(self, budget: int, log_path: Path | None) -> None:
+    def __init__(self, budget: int, log: CappedLog | None, mask: Callable[[str], str] = str) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""  # an unfinished line: cleaned only once complete, so \r rewrites resolve
         self._budget = budget
         self.whole = HeadTail(budget)
         self.unread = HeadTail(budget)
-        self.log_path = log_path
-        self.log_error: str | None = None
-        self._log: IO[str] | None = None
-        if log_path is not None:
-            try:
-                log_path.parent.mkdir(parents=True, exist_ok=True)
-                self._log = log_path.open("w", encoding="utf-8")
-            except OSError as exc:
-                self.log_path, self.log_error = None, f"{log_path}: {exc.strerror or exc}"
+        self.log = log
+        self._mask = mask  # known secrets never reach the log file; the model's copy is the loop's business
+
+    @property
+    def log_path(self) -> Path | None:
+        """The log file, while it holds what the command printed (None when it could not be written)."""
+        return self.log.path if self.log is not None and self.log.error is None else None
+
+    @property
+    def log_error(self) -> str | None:
+        return self.log.error if self.log is not None else None
 
     def feed(self, data: bytes) -> None:
         text = self._pending + self._decoder.decode(data)
@@ -155,9 +159,8 @@ class OutputCollector:
     def finish(self) -> None:
         self._pending += self._decoder.decode(b"", final=True)
         self.flush_partial()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        if self.log is not None:
+            self.log.close()
 
     def take_unread(self) -> HeadTail:
         self.flush_partial()
@@ -168,10 +171,5 @@ class OutputCollector:
         text = clean_output(text)
         self.whole.add(text)
         self.unread.add(text)
-        if self._log is not None:
-            try:
-                self._log.write(text)
-                self._log.flush()  # the model may read the log of a running job
-            except OSError as exc:
-                self.log_error = f"{self.log_path}: {exc.strerror or exc}"
-                self._log = None
+        if self.log is not None:
+            self.log.write(self._mask(text))

@@ -11,19 +11,14 @@ import contextlib
 import shlex
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from anvil.core.process_groups import describe_exit
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.errors import ToolError
-from anvil.core.tools.shell.processes import (
-    DRAIN_GRACE,
-    BackgroundJob,
-    CommandRun,
-    describe_exit,
-    effective_timeout,
-    format_duration,
-    shell_session,
-)
+from anvil.core.tools.shell.jobs import BackgroundJob, format_duration
+from anvil.core.tools.shell.processes import CommandRun, effective_timeout, shell_session
+from anvil.core.tools.shell.spawn import DRAIN_GRACE
 
 #: How much of a stopped background command's output kill_command shows.
 KILL_TAIL_CHARS = 4000
@@ -42,12 +37,25 @@ class RunCommandArgs(ToolArgs):
     command: str = Field(description="The bash command line to run.")
     timeout: float | None = Field(
         default=None, gt=0,
-        description="Seconds before the command and everything it started are stopped "
-                    "(default 120, max 600). Ignored with background=true.")
+        description="Seconds before the command and everything it started are stopped (default 120, max 600; "
+                    "with background=true, at most the background time limit).")
     background: bool = Field(
         default=False,
         description="Start the command and return at once with an id, for servers, watchers and long builds. "
                     "Read its output with command_output and stop it with kill_command.")
+    sandbox: bool = Field(
+        default=True,
+        description="false runs the command outside the OS sandbox. Only after the sandbox blocked it and it is "
+                    "really needed: the person is always asked, and must see `reason`.")
+    reason: str | None = Field(default=None, description="With sandbox=false: why the command must run "
+                                                         "outside the sandbox, for the person deciding.")
+
+    @model_validator(mode="after")
+    def _reason_given(self) -> RunCommandArgs:
+        if not self.sandbox and not (self.reason or "").strip():
+            raise ValueError("sandbox=false needs a reason: say why the command must run outside the sandbox "
+                             "(the person reads it when deciding)")
+        return self
 
 
 class RunCommand(Tool):
@@ -68,8 +76,11 @@ class RunCommand(Tool):
     def command(self, args: Any) -> str:
         return str(args.command)
 
+    def outside_sandbox(self, args: Any) -> str | None:
+        return None if args.sandbox else str(args.reason or "")
+
     def phase(self, args: Any) -> str:
-        return f"Running {short_command(args.command)}"
+        return f"Running {short_command(args.command)}" + ("" if args.sandbox else " outside the sandbox")
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         command = args.command.strip()
@@ -77,21 +88,26 @@ class RunCommand(Tool):
             raise ToolError("The command is empty. Pass the bash command line to run in `command`.")
         session = shell_session(ctx)
         if args.background:
-            started = _started(await session.start_background(command), ctx)
-            if args.timeout is not None:
-                started.output += ("\nThe timeout does not apply to background commands; stop it with "
-                                   "kill_command when you are done.")
-            return started
+            limit = background_limit(args.timeout, ctx.settings.background_timeout)
+            return _started(await session.start_background(command, sandboxed=args.sandbox, limit=limit), ctx)
         timeout, cap_note = effective_timeout(args.timeout, ctx.settings)
-        run = await session.run(command, timeout)
+        run = await session.run(command, timeout, sandboxed=args.sandbox)
         return render_run(run, ctx, [cap_note] if cap_note else [])
+
+
+def background_limit(requested: float | None, configured: float) -> float:
+    """How long a background command may run: what the model asked, within the configured limit (0: none)."""
+    if requested is None:
+        return configured
+    return min(requested, configured) if configured else requested
 
 
 def render_run(run: CommandRun, ctx: ToolContext, notes: list[str]) -> ToolResult:
     """A finished foreground command as the model reads it, with a one-line summary for front ends."""
     status = f"timed out after {run.timeout:g}s" if run.timed_out else describe_exit(run.exit_code)
-    parts = [run.output.rstrip("\n") if run.output.strip() else "(no output)",
-             f"[{status} · {format_duration(run.duration)}]"]
+    parts = [run.block.text(), ""] if run.block else []
+    parts += [run.output.rstrip("\n") if run.output.strip() else "(no output)",
+              f"[{status} · {format_duration(run.duration)}]"]
     if run.timed_out:
         parts.append(
             f"The command did not finish within {run.timeout:g}s, so it and every process it started were "
@@ -99,27 +115,36 @@ def render_run(run: CommandRun, ctx: ToolContext, notes: list[str]) -> ToolResul
             f"timeout (max {ctx.settings.max_timeout:g}s) or use background=true for servers and watchers.")
     if run.truncated and run.log_path is not None:
         log = shlex.quote(str(run.log_path))
+        kept = (f"The log keeps its start and end ({run.log_cut:,} bytes of the middle were left out of it too)"
+                if run.log_cut else "The full output is")
         parts.append(
-            f"The output was {run.total_chars:,} characters, so the middle was cut. The full output is in "
+            f"The output was {run.total_chars:,} characters, so the middle was cut. {kept} in "
             f"{run.log_path}; search it with run_command, e.g. grep -n 'error' {log} or sed -n '200,300p' {log}.")
     parts.extend(notes + run.notes)
+    if not run.sandboxed and ctx.sandbox.active:
+        parts.append("This command ran outside the sandbox, as the person allowed.")
     summary = status if run.timed_out else f"{status} · {format_duration(run.duration)}"
+    if run.block:
+        summary = run.block.summary.removesuffix(".")
     return ToolResult(
         output="\n".join(parts),
         ok=run.exit_code == 0 and not run.timed_out,
         summary=summary,
         data={"exit_code": run.exit_code, "duration": round(run.duration, 3), "timed_out": run.timed_out,
               "truncated": run.truncated, "log_path": str(run.log_path) if run.log_path else None,
-              "cwd": ctx.display(run.cwd)},
+              "cwd": ctx.display(run.cwd), "sandboxed": run.sandboxed,
+              "blocked_by_sandbox": run.block.summary if run.block else None},
     )
 
 
 def _started(job: BackgroundJob, ctx: ToolContext) -> ToolResult:
-    log = f" Its full output is logged to {job.collector.log_path}." if job.collector.log_path else ""
+    log = f" Its output is logged to {job.collector.log_path}." if job.collector.log_path else ""
+    limit = (f" It is stopped after {format_duration(job.limit)} (the time limit for background commands)."
+             if job.limit else "")
     return ToolResult(
         output=(f"Started {job.id} in {ctx.display(job.cwd)}: {job.command}\n"
                 f"It keeps running while you work. Read its new output with command_output(id=\"{job.id}\") "
-                f"and stop it with kill_command(id=\"{job.id}\").{log}"),
+                f"and stop it with kill_command(id=\"{job.id}\").{limit}{log}"),
         summary=f"started {job.id}",
         data={"id": job.id, "pid": job.pid,
               "log_path": str(job.collector.log_path) if job.collector.log_path else None},

@@ -24,8 +24,9 @@ from pydantic import Field
 from anvil.core.process_groups import describe_exit
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.errors import ToolError
+from anvil.core.tools.shell.jobs import format_duration
 from anvil.core.tools.shell.output_capture import HeadTail
-from anvil.core.tools.shell.processes import CommandRun, format_duration, shell_session
+from anvil.core.tools.shell.processes import CommandRun, shell_session
 
 #: Logs bigger than this are not read back for parsing; the in-memory head and tail are used instead.
 MAX_PARSED_LOG = 20_000_000
@@ -279,8 +280,9 @@ class RunTests(Tool):
         failed = run.timed_out or run.exit_code != 0 or (counts is not None and counts.failed > 0)
         status = f"timed out after {run.timeout:g}s" if run.timed_out else describe_exit(run.exit_code)
         result = counts.text if counts else ("failed" if failed else "passed")
-        parts = [f"Ran `{plan.command}` in the project root.",
-                 f"Result: {result} · {status} · {format_duration(run.duration)}", *plan.notes, *run.notes]
+        parts = [run.block.text()] if run.block else []  # what the sandbox refused comes first
+        parts += [f"Ran `{plan.command}` in the project root.",
+                  f"Result: {result} · {status} · {format_duration(run.duration)}", *plan.notes, *run.notes]
         if run.exit_code == 127:
             parts.append("The test command was not found. Check it with run_command, or ask the person to "
                          "set test_command in .anvil/config.toml.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import stat
 import sys
 from pathlib import Path
@@ -12,7 +13,8 @@ import pytest
 from anvil.core.tools.base import ToolContext, ToolResult
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool, MultiEditArgs, MultiEditTool, edit_tools
 from anvil.core.tools.errors import ToolError
-from anvil.core.tools.files.file_tools import DIFF_OUTPUT_CHARS, ReadFileArgs, ReadFileTool
+from anvil.core.tools.files.changes import DIFF_OUTPUT_CHARS
+from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool
 from anvil.core.tools.files.lint import lint_command_for
 
 
@@ -181,7 +183,8 @@ async def test_edit_refuses_binary_files_and_symlinks_out_of_the_project(ctx, pr
         await edit(ctx, "link.txt", "x = 1", "x = 2")
     assert (tmp_path / "outside.txt").read_text() == "x = 1\n"
     (project / "blob.bin").write_bytes(b"\x00\x01\x02")
-    ctx.record_read(project / "blob.bin")  # as if it had been read some other way
+    blob = project / "blob.bin"
+    ctx.record_read(blob, blob.stat(), hashlib.sha256(blob.read_bytes()).hexdigest())  # as if read some other way
     with pytest.raises(ToolError, match=r"blob.bin is a binary file"):
         await edit(ctx, "blob.bin", "a", "b")
 

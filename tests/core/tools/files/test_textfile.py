@@ -1,29 +1,24 @@
-"""Decoding, encoding, atomic writes and diffs of text files (anvil.core.tools.files.textfile)."""
+"""Decoding, encoding and diffs of text files (anvil.core.tools.files.textfile and textdiff)."""
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anvil.core.tools.files import textfile
+from anvil.core.tools.files.textdiff import diff_stats, lines_keepends, unified_diff
 from anvil.core.tools.files.textfile import (
     BinaryFileError,
     TextFormat,
     UnencodableTextError,
-    atomic_write,
     count_lines,
     decode_text,
     detect_newline,
-    diff_stats,
     document_for_new_text,
     split_lines,
     stream_encoding,
-    unified_diff,
 )
 
 
@@ -123,51 +118,6 @@ def test_ten_megabyte_file_round_trips(tmp_path):
     assert document.encode(document.text) == data
 
 
-# --- atomic_write ------------------------------------------------------------------------------------
-
-
-def test_atomic_write_replaces_content_and_keeps_permission_bits(tmp_path):
-    path = tmp_path / "script.sh"
-    path.write_text("old\n")
-    path.chmod(0o751)
-    atomic_write(path, b"new\n")
-    assert path.read_bytes() == b"new\n"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o751
-    assert os.listdir(tmp_path) == ["script.sh"]  # no temporary file left behind
-
-
-def test_atomic_write_creates_new_files_with_the_umask_mode(tmp_path):
-    old_umask = os.umask(0o027)
-    try:
-        atomic_write(tmp_path / "new.txt", b"hi")
-    finally:
-        os.umask(old_umask)
-    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o640
-
-
-def test_atomic_write_failure_leaves_the_original_and_no_temp_file(tmp_path, monkeypatch):
-    path = tmp_path / "keep.txt"
-    path.write_bytes(b"original")
-
-    def broken_replace(src, dst):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(textfile.os, "replace", broken_replace)
-    with pytest.raises(OSError):
-        atomic_write(path, b"new content")
-    assert path.read_bytes() == b"original"
-    assert os.listdir(tmp_path) == ["keep.txt"]
-
-
-def test_atomic_write_keeps_hard_links_pointing_at_the_same_file(tmp_path):
-    path = tmp_path / "a.txt"
-    path.write_text("old\n")
-    os.link(path, tmp_path / "b.txt")
-    atomic_write(path, b"new\n")
-    assert (tmp_path / "b.txt").read_bytes() == b"new\n"
-    assert os.path.samefile(path, tmp_path / "b.txt")
-
-
 # --- unified_diff ------------------------------------------------------------------------------------
 
 
@@ -199,7 +149,7 @@ _HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 def _apply_patch(before: str, diff: str) -> str:
     """A minimal patch applier: enough to prove a diff turns ``before`` into the new text."""
-    old_lines = textfile._lines_keepends(before)
+    old_lines = lines_keepends(before)
     out: list[str] = []
     position = 0
     lines = diff.split("\n")[2:]
