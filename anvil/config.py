@@ -68,6 +68,17 @@ class Settings(BaseModel):
     person approves a plan). Unset: ``auto`` with auto_approve, else ``ask``."""
     context_window: int | None = Field(None, ge=1024)
     """Override the model's context window in tokens."""
+    reasoning: Literal["off", "low", "medium", "high"] = "off"
+    """Reasoning effort for models that reason (Claude's extended thinking, OpenAI's reasoning models, Gemini,
+    DeepSeek): ``off``, ``low``, ``medium`` or ``high``. ``/think LEVEL`` changes it mid-session."""
+    thinking_budget: int | None = Field(None, ge=1024)
+    """Thinking tokens per reply for providers that take a budget (Anthropic, Gemini); replaces the level's
+    default budget when reasoning is on."""
+    max_output_tokens: int | None = Field(None, ge=1)
+    """Output tokens a reply may use; unset: the provider's default (the model's maximum with thinking on)."""
+    retry_output_tokens: int | None = Field(None, ge=1)
+    """The output limit of the one retry of a reply cut off in a tool call; unset: twice the limit that cut it,
+    within the model's maximum."""
     compact_threshold: float | bool = 0.85
     """Fraction of the usable window at which compaction starts; false turns it off."""
     verify: list[str] = Field(default_factory=list)

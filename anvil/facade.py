@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from anvil.core.events import ContextUsage, Event, TodoItem
+from anvil.core.model.protocol import REASONING_LEVELS, Reasoning
 from anvil.core.policy.approval import MODES, Mode
 from anvil.core.session.undo import RewindChoice, UndoReport, rewind_choices
 from anvil.runtime import Runtime, open_runtime
@@ -30,12 +31,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Usage:
-    """The session's tokens and cost so far, and the tokens the conversation now takes in the context."""
+    """The session's tokens and cost so far, and the tokens the conversation now takes in the context.
+
+    ``prompt_tokens`` counts every input token, ``cache_read_tokens`` and ``cache_write_tokens`` included;
+    ``cost`` is None while no call's price is known, and ``unpriced_calls`` counts the calls it leaves out."""
 
     prompt_tokens: int
     completion_tokens: int
-    cost: float
+    cost: float | None
     context_used: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    unpriced_calls: int = 0
 
 
 class SessionFacade:
@@ -167,9 +175,10 @@ class SessionFacade:
     # -- usage -----------------------------------------------------------------------------------------
 
     def usage(self) -> Usage:
-        totals = self._agent.totals
-        return Usage(int(totals["prompt_tokens"]), int(totals["completion_tokens"]), float(totals["cost"]),
-                     self._agent.context.used)
+        totals = self._agent.usage.summary()
+        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], self._agent.context.used,
+                     totals["cache_read_tokens"], totals["cache_write_tokens"], totals["reasoning_tokens"],
+                     totals["unpriced_calls"])
 
     async def measure(self) -> ContextUsage:
         """Count the conversation against the model's window now (after a model switch or a rewind)."""
@@ -178,6 +187,25 @@ class SessionFacade:
         return agent.context.event()
 
     # -- model -----------------------------------------------------------------------------------------
+
+    @property
+    def reasoning(self) -> Reasoning:
+        """The reasoning effort (and thinking budget) asked of the model."""
+        return self._agent.model.reasoning
+
+    def set_reasoning(self, level: str) -> Reasoning:
+        """Reasoning ``level`` (off, low, medium, high) from the next model call on, kept across /model switches
+        and new sessions of this run; ValueError for an unknown level."""
+        if level not in REASONING_LEVELS:
+            raise ValueError(level)
+        runtime = self._runtime
+        runtime.settings = runtime.settings.model_copy(update={"reasoning": level})
+        self._agent.model.reasoning = Reasoning(level, runtime.settings.thinking_budget)  # type: ignore[arg-type]
+        return self.reasoning
+
+    def model_reasons(self) -> bool | None:
+        """Whether the model can reason (litellm's model info); None when unknown."""
+        return self._agent.model.reasons()
 
     async def switch_model(self, name: str) -> str | None:
         """Use model ``name`` from the next call on; returns what its preflight found wrong, if anything."""

@@ -2,7 +2,8 @@
 
 Output formats:
 - ``text``: the final answer only; notices, retries and errors go to stderr.
-- ``json``: one object at the end: result, session_id, turns, usage, cost, stop_reason, is_error.
+- ``json``: one object at the end: result, session_id, turns, usage (tokens, cache reads and writes, reasoning),
+  cost (null when the price is unknown), stop_reason, is_error.
 - ``stream-json``: every engine event as one JSON object a line (see the README).
 
 Nobody can answer an approval here, so a call that needs one is denied and the model is told why,
@@ -51,6 +52,7 @@ class _Run:
     """What a turn left for the output: the last answer, a proposed plan, how it ended."""
 
     answer: str = ""
+    continued: bool = False  # the last reply stopped at the output limit: the next one goes on with its text
     plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
 
@@ -137,8 +139,9 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
         match event:
             case PlanProposed(future=None, plan=plan):
                 run.plan = plan
-            case AssistantMessage(text=text):
-                run.answer = text
+            case AssistantMessage(text=text, continues=continues):
+                run.answer = run.answer + text if run.continued else text
+                run.continued = continues
             case TurnEnded():
                 run.ended = event
     return run
@@ -175,8 +178,10 @@ def _result(session: SessionFacade, text: str, ended: TurnEnded, plan: str | Non
         "turns": ended.iterations,
         "stop_reason": ended.reason,
         "is_error": ended.reason not in {"done"},
-        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens},
-        "cost": round(usage.cost, 6),
+        "usage": {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                  "cache_read_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens,
+                  "reasoning_tokens": usage.reasoning_tokens},
+        "cost": None if usage.cost is None else round(usage.cost, 6),
     }
     if plan is not None:
         result.update(plan=plan, stop_reason="plan")

@@ -30,7 +30,7 @@ from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_enviro
 from anvil.core.mcp.client import McpManager
 from anvil.core.model.errors import RetryPolicy
 from anvil.core.model.litellm_model import LiteLLMModel
-from anvil.core.model.protocol import Model
+from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.private_files import tighten_tree
@@ -132,10 +132,13 @@ def build_model(settings: Settings) -> Model:
         model = ScriptedModel.from_spec(settings.model)
         if settings.context_window:
             model.window = settings.context_window
+        model.reasoning = Reasoning(settings.reasoning, settings.thinking_budget)
         return model
     return LiteLLMModel(settings.model, api_base=settings.api_base,
                         retry=RetryPolicy(max_attempts=settings.max_retries + 1),
-                        context_window_override=settings.context_window)
+                        context_window_override=settings.context_window,
+                        reasoning=Reasoning(settings.reasoning, settings.thinking_budget),
+                        max_output_tokens=settings.max_output_tokens, retry_output_tokens=settings.retry_output_tokens)
 
 
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
@@ -224,8 +227,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                                  on_change=lambda: runtime.mcp and runtime.mcp.sync_registry(tools))
     if state is not None:
         agent.turn = state.turns
-        agent.totals.update(prompt_tokens=state.prompt_tokens, completion_tokens=state.completion_tokens,
-                            cost=state.total_cost)
+        agent.usage.restore({**vars(state), "cost": state.total_cost})
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     return runtime
 
@@ -277,6 +279,4 @@ def _any_hooks(settings: Settings) -> bool:
 
 def _add_usage(agent: Agent, usage: dict[str, Any]) -> None:
     """A sub-agent's tokens and cost count in the session's totals."""
-    agent.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-    agent.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
-    agent.totals["cost"] += float(usage.get("cost") or 0.0)
+    agent.usage.merge(usage)

@@ -47,12 +47,16 @@ def test_prompt_from_stdin(project: Path, server: ScriptedOpenAIServer) -> None:
 
 
 def test_json_output(project: Path, server: ScriptedOpenAIServer) -> None:
-    server.add({"text": "Done.", "usage": {"prompt_tokens": 50, "completion_tokens": 5}})
+    server.add({"text": "Done.", "usage": {"prompt_tokens": 50, "completion_tokens": 5, "cached_tokens": 30,
+                                           "reasoning_tokens": 2}})
     result = run_anvil(project, server, "-p", "go", "--output-format", "json")
     data = json.loads(result.stdout)
     assert data["result"] == "Done." and data["stop_reason"] == "done" and data["is_error"] is False
-    assert data["turns"] == 1 and data["usage"] == {"prompt_tokens": 50, "completion_tokens": 5}
-    assert data["session_id"] and isinstance(data["cost"], float)
+    assert data["turns"] == 1 and data["usage"] == {"prompt_tokens": 50, "completion_tokens": 5,
+                                                    "cache_read_tokens": 30, "cache_write_tokens": 0,
+                                                    "reasoning_tokens": 2}
+    # litellm has no price for a local model: the cost is unknown (null), never a made-up 0
+    assert data["session_id"] and data["cost"] is None
 
 
 def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOpenAIServer) -> None:
@@ -71,6 +75,29 @@ def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOp
     assert events[-1]["reason"] == "done"
     text = "".join(e["text"] for e in events if e["type"] == "text_delta")
     assert text == "Reading.All done here."
+
+
+def test_reasoning_streams_as_its_own_event_and_text_mode_leaves_it_out(project: Path,
+                                                                        server: ScriptedOpenAIServer) -> None:
+    server.add({"reasoning": "Think it through.", "text": "The answer."},
+               {"reasoning": "Think it through.", "text": "The answer."})
+    streamed = run_anvil(project, server, "-p", "go", "--output-format", "stream-json")
+    events = [json.loads(line) for line in streamed.stdout.splitlines()]
+    assert "".join(e["text"] for e in events if e["type"] == "reasoning_delta") == "Think it through."
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "The answer."
+    assert next(e for e in events if e["type"] == "assistant_message")["reasoning"] == "Think it through."
+    usage = next(e for e in events if e["type"] == "usage")
+    assert usage["cost"] is None and usage["total_cost"] is None  # one rule: unknown is null, per call and in total
+    text = run_anvil(project, server, "-p", "go")
+    assert text.returncode == 0 and text.stdout == "The answer.\n" and "Think" not in text.stderr
+
+
+def test_a_reply_cut_off_and_continued_is_the_whole_answer(project: Path, server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "The first part of an answer cut at 5 tokens"}, {"text": " answer, continued."})
+    result = run_anvil(project, server, "-p", "go", env={"ANVIL_MAX_OUTPUT_TOKENS": "5"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The first part of an answer, continued.\n"  # 20 characters, then the rest
+    assert "asked the model to continue" in result.stderr
 
 
 def test_provider_error_is_one_message_and_exit_1(project: Path, server: ScriptedOpenAIServer) -> None:

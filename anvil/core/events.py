@@ -63,6 +63,14 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True)
+class ReasoningDelta(Event):
+    """A piece of the model's reasoning (thinking) as it streams: shown apart from the answer, never sent as it."""
+
+    type: ClassVar[str] = "reasoning_delta"
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """One tool call of a model reply: the model assembles it, the loop runs it, events carry it."""
 
@@ -77,6 +85,10 @@ class AssistantMessage(Event):
     type: ClassVar[str] = "assistant_message"
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
+    #: the reasoning the provider showed for this reply ("" when none)
+    reasoning: str = ""
+    #: the reply stopped at the output limit and the model was asked to go on: the next reply continues its text
+    continues: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,7 +235,12 @@ class CompactionFinished(Event):
 
 @dataclass(frozen=True)
 class UsageReport(Event):
-    """Usage of one model call, and the running totals of the session."""
+    """Usage of one model call, and the running totals of the session.
+
+    ``prompt_tokens`` counts every input token, those read from and written to the provider's prompt cache
+    included; ``completion_tokens`` every output token, reasoning included. A cost is in USD at litellm's
+    prices for each kind of token, and None when the price is unknown (``total_cost``: while no call's price
+    was known; calls of unknown price are counted in ``unpriced_calls``)."""
 
     type: ClassVar[str] = "usage"
     prompt_tokens: int
@@ -231,7 +248,14 @@ class UsageReport(Event):
     cost: float | None
     total_prompt_tokens: int
     total_completion_tokens: int
-    total_cost: float
+    total_cost: float | None
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    total_cache_read_tokens: int = 0
+    total_cache_write_tokens: int = 0
+    total_reasoning_tokens: int = 0
+    unpriced_calls: int = 0
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,13 @@ from anvil.frontend.export import export_markdown
 if TYPE_CHECKING:
     from anvil.core.events import TodoItem
     from anvil.core.session.undo import RewindChoice, UndoReport
-    from anvil.facade import SessionFacade
+    from anvil.facade import SessionFacade, Usage
 
 NOT_STARTED = "anvil is still starting; try again in a moment."
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
 ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "?": "help"}
+#: the reasoning levels /think takes (the engine's own list is not imported before the first paint)
+REASONING_WORDS = ("off", "low", "medium", "high")
 #: commands only one front end has, and what the others say about them
 ONLY_IN = {"theme": "/theme is only in the full-screen app (`anvil` without --plain): themes colour its widgets."}
 
@@ -161,9 +163,42 @@ def todo_text(item: TodoItem) -> str:
 
 
 async def _cost(ctx: CommandContext, arg: str) -> Reply:
-    usage = ctx.session.usage()
-    return [Show(f"Session {ctx.session.id}: {usage.prompt_tokens:,} input and {usage.completion_tokens:,} output "
-                 f"tokens, ${usage.cost:.4f}. Context: {usage.context_used:,} tokens in use.")]
+    return [Show(cost_text(ctx.session.usage(), ctx.session.id, ctx.session.settings.model))]
+
+
+def cost_text(usage: Usage, session_id: str, model: str) -> str:
+    """The session's tokens by kind (cache reads and writes, reasoning) and its cost, or why it is unknown."""
+    cached = ""
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        share = usage.cache_read_tokens / usage.prompt_tokens if usage.prompt_tokens else 0.0
+        cached = (f" ({usage.cache_read_tokens:,} read from the prompt cache, {share:.0%} of the input; "
+                  f"{usage.cache_write_tokens:,} written to it)")
+    reasoning = f" ({usage.reasoning_tokens:,} of them reasoning)" if usage.reasoning_tokens else ""
+    if usage.cost is None:
+        cost = f"cost unknown (litellm has no price for {model})"
+    else:
+        cost = f"${usage.cost:.4f}" + (f", leaving out {usage.unpriced_calls} calls of unknown price"
+                                       if usage.unpriced_calls else "")
+    return (f"Session {session_id}: {usage.prompt_tokens:,} input tokens{cached} and {usage.completion_tokens:,} "
+            f"output tokens{reasoning}, {cost}. Context: {usage.context_used:,} tokens in use.")
+
+
+async def _think(ctx: CommandContext, arg: str) -> Reply:
+    session = ctx.session
+    level = arg.lower()
+    if level:
+        try:
+            session.set_reasoning(level)
+        except ValueError:
+            return [Show(f"Unknown reasoning level '{arg}'. Levels: {', '.join(REASONING_WORDS)}.", "error")]
+    reasoning = session.reasoning
+    budget = f", thinking budget {reasoning.budget:,} tokens" if reasoning.budget and reasoning.on else ""
+    text = f"Reasoning: {reasoning.level}{budget}" + (" from the next model call." if level else
+                                                     f". /think {'|'.join(REASONING_WORDS)} sets it.")
+    if reasoning.on and await asyncio.to_thread(session.model_reasons) is False:
+        text += (f" {session.settings.model} does not reason (litellm's model information says so): the setting "
+                 "applies once you switch to a model that does.")
+    return [Show(text)]
 
 
 async def _mcp(ctx: CommandContext, arg: str) -> Reply:
@@ -301,7 +336,8 @@ COMMANDS = CommandSet([
     Command("model", "/model [name]", "show or switch the model", _model, idle_only=True),
     Command("mode", "/mode [name]", "show or set the approval mode (Shift+Tab cycles)", _mode),
     Command("todos", "/todos", "the model's todo list", _todos),
-    Command("cost", "/cost", "tokens and cost of this session", _cost),
+    Command("cost", "/cost", "tokens (cache reads and writes, reasoning) and cost of this session", _cost),
+    Command("think", "/think [level]", "show or set the reasoning effort: off, low, medium, high", _think),
     Command("sessions", "/sessions", "this project's sessions, newest first", _sessions),
     Command("resume", "/resume [id]", "continue an earlier session (the newest other one without an id)", _resume,
             idle_only=True),

@@ -59,6 +59,12 @@ def describe(event: Event) -> Line | None:
     return None
 
 
+def thought_text(reasoning: str, *, done: bool = True) -> str:
+    """The label of the model's reasoning, shown collapsed: how long it is, and whether it is still coming."""
+    words = len(reasoning.split())
+    return f"Thought ({words:,} words)" if done else f"Thinking… ({words:,} words)"
+
+
 def retrying_text(event: Retrying) -> str:
     return (f"{event.message}; retrying in {event.delay:.1f}s "
             f"(attempt {event.attempt + 1} of {event.max_attempts})")

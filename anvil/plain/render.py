@@ -15,7 +15,7 @@ from prompt_toolkit.styles import Style
 
 from anvil.core.events import ApprovalRequested, Event, TodoItem, ToolCallStarted, ToolResultEvent
 from anvil.frontend.commands import todo_text
-from anvil.frontend.lines import ScopeChoice, cwd_text, describe, short
+from anvil.frontend.lines import ScopeChoice, cwd_text, describe, short, thought_text
 
 STYLE = Style.from_dict({
     "tool": "bold ansicyan", "args": "", "ok": "ansigreen", "fail": "ansired bold", "dim": "ansibrightblack",
@@ -72,6 +72,11 @@ def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = Tr
         if len(first) > PREVIEW_LINES:
             out.append(("class:dim", f"    … {len(first) - PREVIEW_LINES} more lines\n"))
     return out
+
+
+def thought_line(reasoning: str) -> StyleAndTextTuples:
+    """The model's reasoning as one dim line: its length and how it begins (the whole text stays in the session)."""
+    return [("class:dim", f"✻ {thought_text(reasoning)}: {short(reasoning, 90)}\n")]
 
 
 def diff_text(diff: str, max_lines: int = MAX_DIFF_LINES) -> StyleAndTextTuples:
@@ -156,17 +161,17 @@ def gauge(fraction: float, width: int = 10) -> StyleAndTextTuples:
     return [(style, "█" * filled), ("class:dim", "░" * (width - filled))]
 
 
-def toolbar(*, used: int | None, window: int | None, cost: float, model: str, mode: str,
+def toolbar(*, used: int | None, window: int | None, cost: float | None, model: str, mode: str,
             hint: str = "", sandbox: str = "") -> FormattedText:
-    """The bottom toolbar: context gauge, cost, model, approval mode, whether commands are sandboxed (or a
-    passing hint)."""
+    """The bottom toolbar: context gauge, cost ($? when unknown), model, approval mode, whether commands are
+    sandboxed (or a passing hint)."""
     out: StyleAndTextTuples = [("", " ctx ")]
     if used is not None and window:
         fraction = used / window
         out += [*gauge(fraction), ("", f" {fraction:.0%} {tokens(used)}/{tokens(window)}")]
     else:
         out.append(("class:dim", "–"))
-    out += [("", f" · ${cost:.4f} · {model} · mode: "), ("class:key", mode)]
+    out += [("", f" · {'$?' if cost is None else f'${cost:.4f}'} · {model} · mode: "), ("class:key", mode)]
     if sandbox:
         out.append(("" if sandbox == "sandboxed" else "class:notice", f" · {sandbox}"))
     out.append(("class:dim", f" · {hint}" if hint else " · Shift+Tab mode · /help"))

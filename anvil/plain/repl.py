@@ -41,6 +41,7 @@ from anvil.core.events import (
     Event,
     PlanProposed,
     QuestionAsked,
+    ReasoningDelta,
     TextDelta,
     TodosChanged,
     ToolCallStarted,
@@ -56,7 +57,16 @@ from anvil.frontend.lines import answered_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
 from anvil.plain.commands import run_slash, show_session
 from anvil.plain.input import KeyReader, PlainCompleter
-from anvil.plain.render import STYLE, diff_text, line_text, todos_text, tool_finished, tool_started, toolbar
+from anvil.plain.render import (
+    STYLE,
+    diff_text,
+    line_text,
+    thought_line,
+    todos_text,
+    tool_finished,
+    tool_started,
+    toolbar,
+)
 from anvil.plain.requests import approve, ask_question, review_plan
 from anvil.runtime import Runtime
 
@@ -76,6 +86,7 @@ class PlainRepl:
         self._at_line_start = True
         self._open_call: str | None = None  # a tool call whose line waits for its ✓ / ✗
         self._streamed = False
+        self._reasoning: list[str] = []  # reasoning streaming now: one dim line once it is over
         self._todos: TodosChanged | None = None  # a new todo list, shown once the running call's line is done
         history = data_dir() / "plain_history"
         with contextlib.suppress(OSError):  # a read-only home must not stop the REPL; history is then lost
@@ -234,7 +245,12 @@ class PlainRepl:
         self.say(f"ℹ Approval mode: {self.session.next_mode()} (from the next call on).")
 
     async def show(self, event: Event, *, nested: bool = False) -> None:
+        if self._reasoning and not isinstance(event, ReasoningDelta):
+            self._print_entry(thought_line("".join(self._reasoning)))
+            self._reasoning.clear()
         match event:
+            case ReasoningDelta(text=text):
+                self._reasoning.append(text)
             case TextDelta(text=text):
                 if self._open_call:
                     self.end_line()

@@ -1,4 +1,5 @@
-"""Transcript entries: a person's message, a tool call (header and collapsible output), a one-line notice.
+"""Transcript entries: a person's message, the model's reasoning and a tool call (each a header with collapsible
+text), a one-line notice.
 
 The assistant's reply, which streams and freezes, lives in ``reply.py``; the container that holds them all
 in ``transcript.py``. Every entry exposes ``plain_text`` so search and copy work on what the person reads.
@@ -77,6 +78,62 @@ class UserEntry(Entry):
         self.queued = False
         with contextlib.suppress(NoMatches):
             self.query_one(Static).update(Content.assemble(("› ", "bold $accent"), self.text))
+
+    @property
+    def plain_text(self) -> str:
+        return self.text
+
+
+class ThinkingEntry(Entry):
+    """The model's reasoning: a dim, collapsed "Thinking" block; Enter or a click shows the whole text."""
+
+    DEFAULT_CLASSES = "entry thinking"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "toggle", "Expand/collapse", show=False)]
+
+    def __init__(self, text: str = "", *, streaming: bool = False) -> None:
+        super().__init__()
+        self.text = text
+        self.streaming = streaming
+        self.expanded = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._header(), classes="header")
+        yield Static("", classes="body", markup=False)
+
+    def _header(self) -> Content:
+        from anvil.frontend.lines import thought_text  # the engine's events load after the first paint
+
+        label = thought_text(self.text, done=not self.streaming)
+        more = "▾ less" if self.expanded else "▸ Enter to expand"
+        return Content.assemble(("✻ ", "$text-muted"), (label, "italic $text-muted"), "  ", (more, "$text-muted"))
+
+    def write(self, piece: str) -> None:
+        self.text += piece
+        self._refresh()
+
+    def finish(self) -> None:
+        self.streaming = False
+        self._refresh()
+
+    def _refresh(self) -> None:
+        try:
+            header = self.query_one(".header", Static)
+            body = self.query_one(".body", Static)
+        except NoMatches:  # not composed yet: on_mount renders the state then
+            return
+        header.update(self._header())
+        body.update(self.text.strip() if self.expanded else "")
+        body.display = self.expanded
+
+    def on_mount(self) -> None:
+        self._refresh()
+
+    def action_toggle(self) -> None:
+        self.expanded = not self.expanded
+        self._refresh()
+
+    def on_click(self) -> None:
+        self.action_toggle()
 
     @property
     def plain_text(self) -> str:

@@ -15,7 +15,16 @@ from functools import partial
 from typing import Any
 
 from anvil.core.events import ToolCallStarted, ToolResultEvent
-from anvil.tui.transcript import HISTORY_BATCH, AssistantEntry, Entry, EntryFactory, ToolEntry, Transcript, UserEntry
+from anvil.tui.transcript import (
+    HISTORY_BATCH,
+    AssistantEntry,
+    Entry,
+    EntryFactory,
+    ThinkingEntry,
+    ToolEntry,
+    Transcript,
+    UserEntry,
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,9 @@ def history_entries(messages: list[dict[str, Any]]) -> list[EntryFactory]:
         if role == "user":
             factories.append(HistoryEntry(content, partial(UserEntry, content)))
         elif role == "assistant":
+            reasoning = reasoning_text(message)
+            if reasoning.strip():
+                factories.append(HistoryEntry(reasoning, partial(ThinkingEntry, reasoning)))
             if content.strip():
                 factories.append(HistoryEntry(content, partial(AssistantEntry, content)))
             for call in message.get("tool_calls") or []:
@@ -49,6 +61,15 @@ def history_entries(messages: list[dict[str, Any]]) -> list[EntryFactory]:
                 shown = f"{fn.get('name', '')} {fn.get('arguments', '')} {(result or {}).get('content', '')}"
                 factories.append(HistoryEntry(shown, partial(_tool_entry, call, result)))
     return factories
+
+
+def reasoning_text(message: dict[str, Any]) -> str:
+    """The reasoning an assistant message kept: its reasoning text, or its thinking blocks' text."""
+    text = message.get("reasoning_content")
+    if isinstance(text, str) and text:
+        return text
+    blocks = message.get("thinking_blocks") or []
+    return "\n\n".join(str(b.get("thinking", "")) for b in blocks if isinstance(b, dict) and b.get("thinking"))
 
 
 def _tool_entry(call: dict[str, Any], result: dict[str, Any] | None) -> ToolEntry:

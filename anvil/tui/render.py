@@ -17,7 +17,7 @@ from anvil.frontend.lines import answered_text, decision_text, describe
 from anvil.tui.approval import ApprovalScreen
 from anvil.tui.questions import PlanScreen, QuestionScreen
 from anvil.tui.status import StatusBar
-from anvil.tui.transcript import AssistantEntry, ToolEntry, Transcript, UserEntry
+from anvil.tui.transcript import AssistantEntry, ThinkingEntry, ToolEntry, Transcript, UserEntry
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -46,15 +46,22 @@ class TurnRenderer:
     def __init__(self, host: RenderHost) -> None:
         self.host = host
         self.assistant: AssistantEntry | None = None
+        self.thinking: ThinkingEntry | None = None  # the reasoning streaming now
         #: messages typed during a turn, shown as queued until the model has seen them
         self.queued: list[UserEntry] = []
         # One modal at a time: a second request waits here until the first is answered.
         self.approval_lock = asyncio.Lock()
 
     async def end_assistant(self, text: str | None = None) -> None:
+        self.end_thinking()
         if self.assistant is not None:
             entry, self.assistant = self.assistant, None
             await entry.finish(text)
+
+    def end_thinking(self) -> None:
+        if self.thinking is not None:
+            self.thinking.finish()
+            self.thinking = None
 
     def mark_queued_sent(self) -> None:
         for entry in self.queued:
@@ -66,6 +73,8 @@ class TurnRenderer:
         match event:
             case ev.TextDelta(text=text):
                 await self._delta(text)
+            case ev.ReasoningDelta(text=text):
+                await self._reasoning(text)
             case ev.AssistantMessage(text=text):
                 if self.assistant is None and text.strip():
                     self.assistant = AssistantEntry()
@@ -92,10 +101,23 @@ class TurnRenderer:
                 status.update_state(used=used, window=window, estimated=estimated)
             case ev.UsageReport(total_cost=cost):
                 status.update_state(cost=cost)
+            case ev.Notice():  # a notice during a reply (a cut-off, a retry) ends it: what follows is new
+                await self.end_assistant()
+                self.line(event)
             case _:
                 self.line(event)
 
+    async def _reasoning(self, text: str) -> None:
+        if self.thinking is None:
+            self._steering_seen()
+            await self.end_assistant()
+            self.thinking = ThinkingEntry(streaming=True)
+            await self.host.transcript.append(self.thinking)
+            self.host.status.update_state(phase="Thinking…")
+        self.thinking.write(text)
+
     async def _delta(self, text: str) -> None:
+        self.end_thinking()
         if self.assistant is None:
             self._steering_seen()
             self.assistant = AssistantEntry()

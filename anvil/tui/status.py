@@ -25,7 +25,7 @@ class StatusState:
     used: int = 0
     window: int = 0
     estimated: bool = False
-    cost: float = 0.0
+    cost: float | None = 0.0  # None: unknown (no price for the model)
     threshold: float | None = 0.85
     busy: bool = False
     #: "sandboxed", "not sandboxed" or "sandbox off" (SandboxStatus.label)
@@ -69,6 +69,13 @@ def render_gauge(state: StatusState, cells: int = GAUGE_CELLS) -> Content:
     return Content.assemble(*parts)
 
 
+def cost_label(cost: float | None) -> str:
+    """$0.0123, $1.23, or $? when the price is unknown (never a made-up $0)."""
+    if cost is None:
+        return "$?"
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
+
+
 def render_status(state: StatusState, width: int = 200) -> Content:
     """The bar's text; on a narrow terminal the key hint goes and the phase is cut, the gauge always stays."""
     sep = (" · ", "$text-muted")
@@ -86,8 +93,7 @@ def render_status(state: StatusState, width: int = 200) -> Content:
         limit = max(12, width - 75) if narrow else 60
         phase = state.phase if len(state.phase) <= limit else state.phase[: limit - 1] + "…"
         parts += [sep, (phase, "italic $text-accent" if state.busy else "$text-muted")]
-    parts += [sep, render_gauge(state), sep, (f"${state.cost:.4f}" if state.cost < 1 else f"${state.cost:.2f}",
-                                              "$text-muted")]
+    parts += [sep, render_gauge(state), sep, (cost_label(state.cost), "$text-muted")]
     return Content.assemble(*parts)
 
 

@@ -24,7 +24,7 @@ from textual.scrollbar import ScrollBar
 from textual.widget import AwaitMount, Widget
 from textual.widgets import Static
 
-from anvil.tui.entries import LineEntry, ToolEntry, UserEntry, key_argument
+from anvil.tui.entries import LineEntry, ThinkingEntry, ToolEntry, UserEntry, key_argument
 from anvil.tui.entry import Entry
 from anvil.tui.reply import AssistantEntry
 
@@ -270,5 +270,5 @@ class Transcript(VerticalScroll):
         await self.remove_children()
 
 
-__all__ = ["HISTORY_BATCH", "AssistantEntry", "EarlierMarker", "Entry", "EntryFactory", "LineEntry", "ToolEntry",
-           "Transcript", "UserEntry", "key_argument"]
+__all__ = ["HISTORY_BATCH", "AssistantEntry", "EarlierMarker", "Entry", "EntryFactory", "LineEntry", "ThinkingEntry",
+           "ToolEntry", "Transcript", "UserEntry", "key_argument"]

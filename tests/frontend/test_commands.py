@@ -119,3 +119,45 @@ async def test_model_compact_todos_and_rewind_hand_their_work_to_the_front_end(
     assert said == Show("Model switched to other.") and session.settings.model == "other"
     render, said = await run("/rewind 1 chat", session)
     assert isinstance(render, Render) and said == Show("The conversation is back to before turn 1 (0 messages kept).")
+
+
+def test_cost_says_what_the_cache_saved_and_never_prices_the_unknown() -> None:
+    from anvil.facade import Usage
+    from anvil.frontend.commands import cost_text
+
+    cached = Usage(10_000, 500, 0.0123, 4_000, cache_read_tokens=9_000, cache_write_tokens=800, reasoning_tokens=120)
+    assert cost_text(cached, "s1", "anthropic/claude-sonnet-4-5") == (
+        "Session s1: 10,000 input tokens (9,000 read from the prompt cache, 90% of the input; 800 written to it) "
+        "and 500 output tokens (120 of them reasoning), $0.0123. Context: 4,000 tokens in use.")
+    unknown = Usage(100, 5, None, 50, unpriced_calls=2)
+    assert cost_text(unknown, "s2", "openai/local") == (
+        "Session s2: 100 input tokens and 5 output tokens, cost unknown (litellm has no price for openai/local). "
+        "Context: 50 tokens in use.")
+    partly = Usage(100, 5, 0.5, 50, unpriced_calls=1)
+    assert "$0.5000, leaving out 1 calls of unknown price" in cost_text(partly, "s3", "m")
+
+
+async def test_think_shows_and_sets_the_reasoning_effort(make_session: MakeSession) -> None:
+    session = make_session()
+    assert await run("/think", session) == [Show("Reasoning: off. /think off|low|medium|high sets it.")]
+    assert await run("/think HIGH", session) == [Show("Reasoning: high from the next model call.")]
+    assert session.reasoning.level == "high" and session.settings.reasoning == "high"
+    assert await run("/think loud", session) == [
+        Show("Unknown reasoning level 'loud'. Levels: off, low, medium, high.", "error")]
+    budgeted = make_session(thinking_budget=8000)
+    assert await run("/think medium", budgeted) == [
+        Show("Reasoning: medium, thinking budget 8,000 tokens from the next model call.")]
+
+
+async def test_think_says_when_the_model_does_not_reason(project: Path) -> None:
+    from anvil.config import Settings
+    from anvil.facade import SessionFacade
+    from anvil.runtime import open_runtime
+
+    session = SessionFacade(open_runtime(Settings(model="openai/gpt-4o"), project))
+    try:
+        reply = await run("/think low", session)
+    finally:
+        await session.close()
+    assert reply == [Show("Reasoning: low from the next model call. openai/gpt-4o does not reason (litellm's model "
+                          "information says so): the setting applies once you switch to a model that does.")]

@@ -204,7 +204,7 @@ async def test_mode_cost_todos_clear_and_export(make_repl: Any, project: Path) -
     await repl.prompt("/todos")
     await repl.wait("◐ Writing the parser")
     await repl.prompt("/cost")
-    await repl.wait("output tokens, $")
+    await repl.wait("output tokens, cost unknown (litellm has no price for scripted)")
     await repl.prompt("/export")
     await repl.wait("Exported the conversation to")
     first = repl.runtime.session.id
@@ -454,3 +454,21 @@ async def test_model_switch_goes_through_the_agent_like_the_tui(make_repl: Any,
     assert agent.context.window == window and agent.compactor.meter is agent.context
     assert repl.runtime.settings.model == "small"
     await repl.exit()
+
+
+async def test_reasoning_is_one_dim_line_and_think_sets_the_effort(make_repl: Any) -> None:
+    reasoning = ("The person wants a greeting. A short one will do: there is no file to read and no command to "
+                 "run, so nothing to look up first.")
+    repl = make_repl([{"reasoning": reasoning, "text": "Hello!"}])
+    await repl.prompt("/think high")
+    await repl.wait("Reasoning: high from the next model call.")
+    assert repl.runtime.agent.model.reasoning.level == "high" and repl.runtime.settings.reasoning == "high"
+    await repl.prompt("hi")
+    await repl.wait("✻ Thought (27 words): The person wants a greeting.")
+    await repl.wait("Hello!")
+    screen = repl.screen()
+    assert "nothing to look up first" not in screen  # a glimpse, not the whole reasoning
+    assert screen.index("✻ Thought") < screen.index("Hello!")
+    await repl.prompt("/think sideways")
+    await repl.wait("Unknown reasoning level 'sideways'. Levels: off, low, medium, high.")
+    assert await repl.exit() == 0

@@ -10,7 +10,9 @@ from anvil.core.events import ApprovalDecision, ApprovalRequested, Event, TurnEn
 from anvil.core.loop.agent import Agent
 from anvil.core.model.errors import RetryPolicy
 from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.protocol import Reasoning
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
+from tests.support.anthropic_server import ScriptedAnthropicServer
 from tests.support.openai_server import ScriptedOpenAIServer
 
 
@@ -98,6 +100,22 @@ def make_agent(server: ScriptedOpenAIServer, tmp_path: Path, *tools: Tool, **kwa
                          retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02))
     ctx = ToolContext(root=tmp_path, data_dir=tmp_path / "data")
     return Agent(model, ToolRegistry(list(tools)), ctx, system_prompt="You are a test.", **kwargs)
+
+
+#: a real model name, so that litellm's own prices and limits apply; the fixture answers in its place
+CLAUDE = "anthropic/claude-sonnet-4-5"
+
+
+def make_claude_agent(server: ScriptedAnthropicServer, tmp_path: Path, *tools: Tool, reasoning: str = "off",
+                      budget: int | None = None, caching: bool = True, max_output_tokens: int | None = None,
+                      **kwargs: Any) -> Agent:
+    """An agent on litellm's real Anthropic path against the local Messages API server."""
+    model = LiteLLMModel(CLAUDE, api_base=server.url, api_key="test-key", reasoning=Reasoning(reasoning, budget),  # type: ignore[arg-type]
+                         retry=RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02), prompt_caching=caching,
+                         max_output_tokens=max_output_tokens)
+    ctx = ToolContext(root=tmp_path, data_dir=tmp_path / "data")
+    return Agent(model, ToolRegistry(list(tools)), ctx, system_prompt=kwargs.pop("system_prompt", "You are a test."),
+                 **kwargs)
 
 
 async def run(agent: Agent, text: str = "go", answer: ApprovalDecision | None = None) -> list[Event]:

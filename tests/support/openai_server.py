@@ -9,6 +9,15 @@ Each scripted turn is a dict:
     {"status": 429, "error": "slow down"}          # a fault answered instead of a stream
     {"tool_calls": [{"name": "x", "arguments": "{not json"}]}   # raw string arguments are sent as-is
     {"text": "...", "usage": {"prompt_tokens": 10, "completion_tokens": 3}}
+    {"reasoning": "First, ...", "text": "..."}     # reasoning streamed as delta.reasoning_content, before the text
+    {"text": "...", "usage": {"prompt_tokens": 900, "completion_tokens": 30, "cached_tokens": 800,
+                              "reasoning_tokens": 12}}   # reported in prompt/completion_tokens_details
+
+A reply longer than the request's ``max_tokens`` (or ``max_completion_tokens``; 4 characters a token) is cut
+there, reasoning, text and tool-call arguments alike, and ends with ``finish_reason: "length"``.
+
+``POST /v1/responses`` answers the same turns as OpenAI's Responses API stream (``responses_api.py``): what
+litellm's bridge reaches for models that speak only that API (OpenAI's codex models).
 
 The server also runs as a script (``python tests/support/openai_server.py script.json``)
 for terminal tests and benchmarks, printing its URL on the first line.
@@ -24,6 +33,11 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+try:
+    from tests.support.responses_api import responses_events
+except ImportError:  # run as a script (terminal tests, benchmarks): this directory is on the path instead
+    from responses_api import responses_events  # type: ignore[no-redef]
 
 
 class ScriptedOpenAIServer:
@@ -95,19 +109,29 @@ class ScriptedOpenAIServer:
                 if not request.get("stream"):
                     self._send_json(200, json.dumps(_whole_response(turn, request)))
                     return
+                if self.path.rstrip("/").endswith("/responses"):
+                    self._stream((f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in
+                                  responses_events(turn, request)), done=False)
+                    return
+                self._stream(f"data: {json.dumps(chunk)}\n\n" for chunk in
+                              _cut_to_limit(_stream_chunks(turn, request), request))
+
+            def _stream(self, lines: Any, done: bool = True) -> None:
+                """Server-sent events, one ``lines`` item each (``data: [DONE]`` last in chat completions)."""
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 try:
-                    for chunk in _stream_chunks(turn, request):
-                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    for line in lines:
+                        self.wfile.write(line.encode())
                         self.wfile.flush()
                         if server.chunk_delay:
                             time.sleep(server.chunk_delay)
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
+                    if done:
+                        self.wfile.write(b"data: [DONE]\n\n")
+                        self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client hung up (an interrupt): nothing to do
                 self.close_connection = True
@@ -123,13 +147,57 @@ class ScriptedOpenAIServer:
         return Handler
 
 
-def _usage(turn: dict[str, Any], request: dict[str, Any]) -> dict[str, int]:
-    usage = turn.get("usage")
-    if usage is None:
+def _usage(turn: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    usage = dict(turn.get("usage") or {})
+    if not usage:
         prompt = len(json.dumps(request.get("messages", []))) // 4
         completion = max(1, len(turn.get("text", "")) // 4)
         usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+    cached, reasoning = usage.pop("cached_tokens", None), usage.pop("reasoning_tokens", None)
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if reasoning is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
     return {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+
+
+def _output_limit(request: dict[str, Any]) -> int | None:
+    """Characters of output the request allows (4 a token), or None without a limit."""
+    limit = request.get("max_completion_tokens") or request.get("max_tokens")
+    return int(limit) * 4 if limit else None
+
+
+def _cut_to_limit(chunks: Any, request: dict[str, Any]) -> Any:
+    """The reply's chunks, cut where the output passes the request's limit: the finish reason becomes "length"
+    (the usage chunk still comes)."""
+    left = _output_limit(request)
+    cut = False
+    for chunk in chunks:
+        choices = chunk.get("choices") or []
+        if left is None or not choices:
+            yield chunk
+            continue
+        if cut or choices[0].get("finish_reason"):
+            if not cut:
+                yield chunk
+            continue
+        delta = choices[0]["delta"]
+        for key in ("reasoning_content", "content"):
+            if delta.get(key):
+                delta[key], left = delta[key][:max(0, left)], left - len(delta[key])
+        for call in delta.get("tool_calls") or []:
+            args = call.get("function", {}).get("arguments")
+            if args:
+                call["function"]["arguments"], left = args[:max(0, left)], left - len(args)
+        if left >= 0 or any(delta.get(k) for k in ("reasoning_content", "content")) or _has_arguments(delta):
+            yield chunk
+        if left < 0:
+            cut = True
+            yield {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}
+
+
+def _has_arguments(delta: dict[str, Any]) -> bool:
+    return any(call.get("function", {}).get("arguments") for call in delta.get("tool_calls") or [])
 
 
 def _raw_arguments(call: dict[str, Any]) -> str:
@@ -145,6 +213,9 @@ def _stream_chunks(turn: dict[str, Any], request: dict[str, Any]):
         return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     yield chunk({"role": "assistant", "content": ""})
+    reasoning = turn.get("reasoning", "")
+    for start in range(0, len(reasoning), 8):
+        yield chunk({"reasoning_content": reasoning[start:start + 8]})
     text = turn.get("text", "")
     step = int(turn.get("chunk_chars", 8))
     for start in range(0, len(text), step):

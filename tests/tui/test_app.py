@@ -265,7 +265,10 @@ async def test_slash_commands(project: Path) -> None:
         await submit(pilot, "/help")
         assert any("/compact [focus]" in text for text in lines(app, "help"))
         await submit(pilot, "/cost")
-        assert any("input and" in text for text in lines(app, "notice"))
+        assert any("input tokens and" in text for text in lines(app, "notice"))
+        await submit(pilot, "/think high")
+        await wait_for(pilot, lambda: "Reasoning: high from the next model call." in lines(app, "notice"))
+        assert app.runtime is not None and app.runtime.agent.model.reasoning.level == "high"
         await submit(pilot, "/mode auto")
         assert app.runtime is not None and app.runtime.agent.policy.mode == "auto"
         await submit(pilot, "/nonsense")

@@ -6,9 +6,10 @@ reaches ``max_iterations``, fails, is stuck, or is interrupted. Everything it do
 Its steps (``_model_step``, ``_tool_calls``, ``_after_reply``, ``_final_check``) share a :class:`TurnState`.
 
 Around that cycle, each in its own module: the context meter and compaction before every model call
-(``context/``; a context-overflow error compacts and retries the call once), one tool call from arguments
-to result (``tool_call.py``), loop guards after every tool result (``guard.py``), stage words for front
-ends (``stages.py``), and the project's checks when a turn that changed files ends (``verify.py``).
+(``context/``, run by ``compacting.py``; a context-overflow error compacts and retries the call once), replies
+cut off at the output limit (``cutoff.py``), one tool call from arguments to result (``tool_call.py``), loop
+guards after every tool result (``guard.py``), stage words for front ends (``stages.py``), and the project's
+checks when a turn that changed files ends (``verify.py``).
 
 Invariant kept on every exit path: each assistant tool call in the history has a tool result, so the
 history is always valid to send again (an interrupted call gets "interrupted by the user").
@@ -16,7 +17,6 @@ history is always valid to send again (an interrupted call gets "interrupted by 
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,11 +24,10 @@ from typing import Any
 from anvil.core.context.compaction import Compactor
 from anvil.core.context.meter import ContextMeter, TokenCounter
 from anvil.core.events import (
-    CompactionFinished,
-    CompactionStarted,
     ErrorEvent,
     Event,
     Notice,
+    ReasoningDelta,
     TextDelta,
     ToolCall,
     ToolResultEvent,
@@ -37,6 +36,8 @@ from anvil.core.events import (
     UsageReport,
 )
 from anvil.core.hooks.runner import HookRunner, append_context
+from anvil.core.loop import cutoff
+from anvil.core.loop.compacting import Compacting
 from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import History
@@ -54,12 +55,11 @@ from anvil.core.session.store import Session
 from anvil.core.session.undo import rewind_history, rewind_points
 from anvil.core.tools.base import ToolContext, ToolRegistry
 from anvil.core.tools.interaction import mode_reminder
-from anvil.core.tools.todos import render_todos
 
 NOT_RUN = "Not run: anvil stopped the turn before this call (see the message that follows)."
 
 
-class Agent:
+class Agent(Compacting):
     def __init__(self, model: Model, tools: ToolRegistry, ctx: ToolContext, *, system_prompt: str,
                  policy: ApprovalPolicy | None = None, session: Session | None = None,
                  max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
@@ -139,15 +139,6 @@ class Agent:
 
     # -- the loop ------------------------------------------------------------------------------------
 
-    async def compact(self, focus: str | None = None) -> AsyncIterator[Event]:
-        """Compact the history now (``/compact [focus]``), between turns; always writes a snapshot."""
-        self._interrupt.clear()
-        with contextlib.suppress(Interrupted):
-            async for event in self._compaction("manual", focus=focus, force=True):
-                yield self.history.record(event)
-        if self.session is not None:
-            self.session.sync()
-
     async def run_turn(self, text: str) -> AsyncIterator[Event]:
         """One turn's events, always ending with ``turn_ended``: a bug anywhere in it (a tool's preview, a hook,
         the policy) becomes an ``error`` event with one line, and the session stays valid to resume."""
@@ -180,6 +171,8 @@ class Agent:
             assert turn.completion is not None
             if turn.completion.tool_calls:
                 step = self._tool_calls(turn, turn.completion.tool_calls)
+            elif turn.cut_off:
+                continue  # the model was asked to go on where its reply stopped
             else:
                 step = self._after_reply(turn, turn.completion)
             async for event in step:
@@ -242,6 +235,9 @@ class Agent:
                     yield self.history.record(event)
             async for event in self._call_model(turn, parts):
                 yield event
+            if cutoff.is_cut_off(turn.completion) and turn.completion and turn.completion.tool_calls:
+                async for event in self._retry_larger(turn, parts):
+                    yield event
         except ModelError as error:
             self.history.add_partial(parts)
             yield self.history.record(ErrorEvent(error.message, error.retryable, error.kind))
@@ -253,19 +249,41 @@ class Agent:
             return
         completion = turn.completion
         assert completion is not None, "a model stream ended without a completion"
-        yield self.history.add_reply(completion)
+        cut = cutoff.settle(completion, turn)
+        yield self.history.add_reply(completion, placeholder=cut.placeholder, continues=cut.continues)
         yield self.history.record(self.usage.add(completion))
         yield self.history.record(self.context.after_response(completion.usage, self.messages))
+        if cut.note:
+            self.history.add({"role": "user", "content": cut.note})
+        if cut.notice:
+            yield self.history.record(Notice(cut.notice))
 
-    async def _call_model(self, turn: TurnState, parts: list[str]) -> AsyncIterator[Event]:
+    async def _retry_larger(self, turn: TurnState, parts: list[str]) -> AsyncIterator[Event]:
+        """A reply cut off in a tool call: retried once with a larger output limit, when the model has one."""
+        cut = turn.completion
+        assert cut is not None
+        limit = self.model.larger_output_limit(cut)
+        if limit is None:
+            return
+        yield self.history.record(self.usage.add(cut))  # the cut reply's tokens were spent all the same
+        yield self.history.record(Notice(cutoff.retry_notice(limit)))
+        parts.clear()
+        async for event in self._call_model(turn, parts, max_output_tokens=limit):
+            yield event
+
+    async def _call_model(self, turn: TurnState, parts: list[str],
+                          max_output_tokens: int | None = None) -> AsyncIterator[Event]:
         """Stream the model's reply (text into ``parts``); a context overflow compacts and retries once."""
+        options = {"max_output_tokens": max_output_tokens} if max_output_tokens else {}
         for attempt in (1, 2):
             try:
-                async for item in self._interrupt.stream(self.model, self.messages, self.tools.schemas()):
+                async for item in self._interrupt.stream(self.model, self.messages, self.tools.schemas(), **options):
                     match item:
                         case str():
                             parts.append(item)
                             yield TextDelta(item)
+                        case ReasoningDelta():
+                            yield item  # shown as it streams; the whole reasoning is recorded with the reply
                         case Completion():
                             turn.completion = item
                         case _:
@@ -379,40 +397,3 @@ class Agent:
                                                                     self.ctx.sandbox))
         except Interrupted:
             turn.checks = None
-
-    # -- compaction ----------------------------------------------------------------------------------
-
-    async def _compaction(self, reason: str, *, focus: str | None = None, force: bool = False) -> AsyncIterator[Event]:
-        """One compaction, as events (not yet recorded); the session gets the compacted history."""
-        before = self.context.measure(self.messages, self.tools.schemas())
-        if self.hooks is not None:
-            for notice in (await self.hooks.pre_compact("manual" if reason == "manual" else "auto", focus)).notices:
-                yield Notice(notice)
-        yield CompactionStarted(before, reason)
-        self._spent.clear()
-        try:
-            outcome = await self.compactor.compact(self.messages, todos=render_todos(self.ctx.todos), focus=focus,
-                                                   force_summary=force, written=self.tools.written_paths)
-        except Interrupted:
-            yield CompactionFinished(before, before, 0, False, "Interrupted: the history was left as it was.")
-            raise
-        for usage in self._spent:  # summary calls cost tokens too: the totals and the person see them
-            yield usage
-        if outcome.tier:
-            self.messages[:] = outcome.messages
-            self.context.reset()
-            if self.session is not None:  # earlier records stay: the file keeps the full history for audit
-                self.session.append({"t": "compaction", "messages": self.messages[1:], "tier": outcome.tier})
-        after = self.context.measure(self.messages, self.tools.schemas())
-        text = outcome.message
-        yield CompactionFinished(before, after, outcome.tier, outcome.ok, text[:1].upper() + text[1:])
-        yield self.context.event()
-        stopped = self.compactor.record(outcome)
-        if stopped:
-            yield Notice(stopped)
-
-    async def _summarise(self, request: list[dict[str, Any]]) -> str:
-        """The compactor's model call: same model, no tools, interruptible; its text is not shown."""
-        completion = await self._interrupt.complete(self.model, request)
-        self._spent.append(self.usage.add(completion))
-        return completion.text

@@ -1,5 +1,10 @@
 """The conversation as the model sees it: a flat list of chat messages, system prompt first, mirrored into
-the session file together with the events the loop records."""
+the session file together with the events the loop records.
+
+An assistant message keeps what its provider needs back with it, under litellm's names (``thinking_blocks``
+with their signatures, ``reasoning_content``, ``provider_specific_fields``, and each tool call's own
+``provider_specific_fields``): in memory and in the session, so that it survives a resume. The model adapter
+decides what of it each provider is sent."""
 
 from __future__ import annotations
 
@@ -23,15 +28,20 @@ class History:
         if self.session is not None:
             self.session.append({"t": "message", "message": message})
 
-    def add_reply(self, completion: Completion) -> AssistantMessage:
-        """The model's reply, with its tool calls; returns the (recorded) event that shows it."""
+    def add_reply(self, completion: Completion, *, placeholder: str = "", continues: bool = False) -> AssistantMessage:
+        """The model's reply, with its tool calls and provider state; returns the (recorded) event that shows it.
+        ``placeholder`` stands in for the text of a reply that has none (and no tool calls); ``continues``: the
+        reply stopped at the output limit and the next one goes on with its text."""
         message: dict[str, Any] = {"role": "assistant", "content": completion.text or None}
+        call_fields = completion.replay.get("tool_call_fields") or {}
         if completion.tool_calls:
-            message["tool_calls"] = [{"id": c.id, "type": "function",
-                                      "function": {"name": c.name, "arguments": c.arguments}}
-                                     for c in completion.tool_calls]
+            message["tool_calls"] = [_call_message(c, call_fields.get(c.id)) for c in completion.tool_calls]
+        elif not completion.text and placeholder:
+            message["content"] = placeholder
+        message.update((k, v) for k, v in completion.replay.items() if k != "tool_call_fields")
         self.add(message)
-        return self.record(AssistantMessage(completion.text, tuple(completion.tool_calls)))
+        return self.record(AssistantMessage(completion.text, tuple(completion.tool_calls), completion.reasoning,
+                                            continues))
 
     def add_partial(self, parts: list[str]) -> None:
         """The text of a reply cut short (a failure or an interrupt), so the model knows what it said."""
@@ -65,3 +75,11 @@ class History:
         if self.session is not None:
             self.session.append({"t": "event", "event": event.to_dict()})
         return event
+
+
+def _call_message(call: ToolCall, fields: dict[str, Any] | None) -> dict[str, Any]:
+    message: dict[str, Any] = {"id": call.id, "type": "function",
+                               "function": {"name": call.name, "arguments": call.arguments}}
+    if fields:
+        message["provider_specific_fields"] = fields
+    return message

@@ -63,15 +63,16 @@ class Interrupter:
                     return item
         raise ModelError("The summary call ended without a reply.", kind="compaction")
 
-    async def stream(self, model: Model, messages: list[dict[str, Any]],
-                     tools: list[dict[str, Any]]) -> AsyncIterator[Any]:
-        """Model items via a queue fed by a task, so an interrupt can cancel the stream at any point."""
+    async def stream(self, model: Model, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                     **options: Any) -> AsyncIterator[Any]:
+        """Model items via a queue fed by a task, so an interrupt can cancel the stream at any point;
+        ``options`` go to the model's ``stream`` (``max_output_tokens``)."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
 
         async def pump() -> None:
             try:
-                async for item in model.stream(messages, tools):
+                async for item in model.stream(messages, tools, **options):
                     queue.put_nowait(item)
             except Exception as exc:
                 queue.put_nowait(exc)

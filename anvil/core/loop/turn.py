@@ -24,6 +24,8 @@ class TurnState:
     fix_until: int | None = None  # after failed checks: the model calls allowed for fixing them
     stuck: str | None = None  # why a loop guard stopped the turn
     end_requested: bool = False  # a tool asked for the turn to end (a plan handed over for review)
+    cut_off: bool = False  # the last reply stopped at the output limit and the model was asked to go on
+    continuations: int = 0  # text replies cut off at the output limit this turn
 
     def end(self, reason: TurnEndReason = "done", message: str = "") -> None:
         self.over, self.reason, self.message = True, reason, message

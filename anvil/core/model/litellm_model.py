@@ -12,13 +12,16 @@ import contextlib
 import importlib
 import os
 import threading
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
-from anvil.core.events import Retrying
+from anvil.core.events import ReasoningDelta, Retrying
+from anvil.core.model.caching import with_breakpoints
 from anvil.core.model.chunks import StreamAssembler
 from anvil.core.model.errors import RetryPolicy, classify_error
-from anvil.core.model.protocol import StreamItem, Usage
+from anvil.core.model.protocol import Completion, Reasoning, StreamItem
+from anvil.core.model.providers import Traits, outgoing, reasoning_params, thinking_possible, traits_for
 
 # ---------------------------------------------------------------------------------------------
 # litellm, loaded lazily
@@ -42,6 +45,9 @@ def load_litellm() -> Any:
                 import litellm
 
                 litellm.suppress_debug_info = True  # it prints provider-list noise otherwise
+                # Its Responses API bridge serialises usage through a model that does not fit it, and pydantic
+                # warns on stderr at every call (over the TUI): litellm's internals, nothing anyone can act on.
+                warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
                 litellm.drop_params = True  # providers that lack stream_options etc. still work
                 _litellm = litellm
     return _litellm
@@ -93,17 +99,31 @@ _OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "lm_studio/", "ollama/", "ollam
 
 
 class LiteLLMModel:
-    """Any litellm model string, always streaming, with usage and cost from the responses."""
+    """Any litellm model string, always streaming, with usage and cost from the responses.
+
+    ``reasoning`` is the effort (and thinking budget) asked of models that reason; ``max_output_tokens`` the
+    output limit sent with every call (None: the provider's default, or the model's maximum when thinking
+    needs one stated); ``retry_output_tokens`` the limit for the one retry of a reply cut off in a tool call
+    (None: twice the limit that cut it, within the model's maximum). ``prompt_caching`` marks cache breakpoints
+    for providers that need them (on by default; off only to measure what caching saves)."""
 
     def __init__(self, name: str, *, api_base: str | None = None, api_key: str | None = None,
                  retry: RetryPolicy | None = None, timeout: float = 600.0,
-                 context_window_override: int | None = None) -> None:
+                 context_window_override: int | None = None, reasoning: Reasoning | None = None,
+                 max_output_tokens: int | None = None, retry_output_tokens: int | None = None,
+                 prompt_caching: bool = True) -> None:
         self.name = name
         self.api_base = api_base
         self.api_key = api_key or os.environ.get("ANVIL_API_KEY") or self._placeholder_key()
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
+        self.reasoning = reasoning or Reasoning()
+        self.max_output_tokens = max_output_tokens
+        self.retry_output_tokens = retry_output_tokens
+        self.prompt_caching = prompt_caching
         self._context_window = context_window_override
+        self._info: dict[str, Any] | None = None
+        self._traits: Traits | None = None
 
     def _placeholder_key(self) -> str | None:
         # Local servers (llama.cpp, vLLM, Ollama) need no key, but the OpenAI client insists on one.
@@ -128,25 +148,64 @@ class LiteLLMModel:
                     "local server. To try anvil without a key: anvil -p \"...\" --model scripted")
         return None
 
+    def _model_info(self) -> dict[str, Any]:
+        """litellm's facts about the model (window, output limit, reasoning); empty when it does not know it."""
+        if self._info is None:
+            try:
+                self._info = dict(load_litellm().get_model_info(self.name))
+            except Exception:
+                self._info = {}
+        return self._info
+
     def context_window(self) -> int | None:
         if self._context_window is None:
-            try:
-                info = load_litellm().get_model_info(self.name)
-                self._context_window = int(info.get("max_input_tokens") or info.get("max_tokens") or 0) or None
-            except Exception:
-                self._context_window = None
+            info = self._model_info()
+            self._context_window = int(info.get("max_input_tokens") or info.get("max_tokens") or 0) or None
         return self._context_window
 
-    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    def reasons(self) -> bool | None:
+        info = self._model_info()  # a model litellm knows but does not mark as reasoning does not reason
+        return bool(info.get("supports_reasoning")) if info else None
+
+    def traits(self) -> Traits:
+        if self._traits is None:
+            try:
+                provider = str(load_litellm().get_llm_provider(self.name)[1])
+            except Exception:
+                provider = self.name.split("/", 1)[0]
+            self._traits = traits_for(self.name, provider)
+        return self._traits
+
+    def larger_output_limit(self, cut: Completion) -> int | None:
+        model_max = int(self._model_info().get("max_output_tokens") or 0) or None
+        in_force = self.max_output_tokens or (cut.usage.completion_tokens if cut.usage else None) or model_max
+        wanted = self.retry_output_tokens or (2 * in_force if in_force else None)
+        if wanted is None:
+            return None
+        limit = min(wanted, model_max) if model_max else wanted
+        return limit if in_force is None or limit > in_force else None
+
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+                 max_output_tokens: int | None = None) -> dict[str, Any]:
+        traits = self.traits()
+        thinking = self.reasoning.on and (not traits.signed_thinking or thinking_possible(messages))
+        messages = outgoing(messages, traits, thinking=thinking)
+        if traits.explicit_cache and self.prompt_caching:
+            messages, tools = with_breakpoints(messages, tools)
         kwargs: dict[str, Any] = {
             "model": self.name,
-            "messages": _with_cache_hints(self.name, messages),
+            "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
             "timeout": self.timeout,
             "num_retries": 0,  # retries are ours: bounded, visible as events
             "max_retries": 0,
         }
+        if thinking:
+            kwargs.update(reasoning_params(self.reasoning, traits))
+        limit = self._output_limit(max_output_tokens, thinking and traits.signed_thinking)
+        if limit:
+            kwargs["max_tokens"] = limit
         if tools:
             kwargs["tools"] = tools
         if self.api_base:
@@ -155,21 +214,39 @@ class LiteLLMModel:
             kwargs["api_key"] = self.api_key
         return kwargs
 
-    async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    def _output_limit(self, override: int | None, signed_thinking: bool) -> int | None:
+        """The output limit to send. Anthropic counts thinking in it: without a stated limit litellm would allow
+        only the budget plus 4,096 tokens, so with thinking on the model's maximum is stated; a configured limit
+        at or under the thinking budget gets the budget on top (the API wants the limit above the budget)."""
+        limit = override or self.max_output_tokens
+        if not signed_thinking:
+            return limit
+        if limit is None:
+            return int(self._model_info().get("max_output_tokens") or 0) or None
+        budget = self.reasoning.budget or 0
+        return limit + budget if limit <= budget else limit
+
+    async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                     max_output_tokens: int | None = None) -> AsyncIterator[StreamItem]:
         litellm = await asyncio.to_thread(load_litellm)
+        request = await asyncio.to_thread(self._request, messages, tools, max_output_tokens)
         attempt = 1
         while True:
             started_output = False
             try:
-                response = await litellm.acompletion(**self._request(messages, tools))
+                response = await litellm.acompletion(**request)
                 assembler = StreamAssembler()
                 async for chunk in response:
                     delta_text = assembler.add(chunk)
+                    reasoning = assembler.take_reasoning()
+                    if reasoning:
+                        started_output = True
+                        yield ReasoningDelta(reasoning)
                     if delta_text:
                         started_output = True
                         yield delta_text
                 completion = assembler.build()
-                completion.cost = self._cost(litellm, completion.usage)
+                completion.cost = self._cost(litellm, assembler.raw_usage)
                 yield completion
                 return
             except asyncio.CancelledError:
@@ -186,24 +263,13 @@ class LiteLLMModel:
                 await asyncio.sleep(delay)
                 attempt += 1
 
-    def _cost(self, litellm: Any, usage: Usage | None) -> float | None:
+    def _cost(self, litellm: Any, usage: Any) -> float | None:
+        """The call's cost at litellm's prices for each kind of token (input, cache reads, cache writes, output,
+        reasoning), from litellm's own usage object; None when the price is unknown (local models)."""
         if usage is None:
             return None
         try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=self.name, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            prompt_cost, completion_cost = litellm.cost_per_token(model=self.name, usage_object=usage)
             return float(prompt_cost + completion_cost)
         except Exception:
-            return None  # unknown price (local models): no cost rather than a guess
-
-
-def _with_cache_hints(model: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mark the system prompt cacheable for providers with explicit prompt caching (Anthropic)."""
-    if not (model.startswith(("anthropic/", "claude", "bedrock/anthropic")) and messages):
-        return messages
-    first = messages[0]
-    if first.get("role") != "system" or not isinstance(first.get("content"), str):
-        return messages
-    cached = {"role": "system", "content": [{"type": "text", "text": first["content"],
-                                             "cache_control": {"type": "ephemeral"}}]}
-    return [cached, *messages[1:]]
+            return None  # unknown price: no cost rather than a guess

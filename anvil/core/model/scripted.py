@@ -3,6 +3,8 @@
 A script is a list of turns; each turn is what the model "says" on one call:
 
     {"text": "Let me look.", "tool_calls": [{"name": "read_file", "arguments": {"path": "app.py"}}]}
+    {"reasoning": "The bug is in the loop.", "text": "Found it."}   # reasoning streams first
+    {"text": "A long ans", "finish_reason": "length"}   # a reply cut off at the output limit
     {"error": "rate limited", "retryable": true}   # raise a ModelError instead of answering
 
 It streams text in small chunks, like a real provider, and reports usage estimated from the
@@ -18,9 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import ToolCall
+from anvil.core.events import ReasoningDelta, ToolCall
 from anvil.core.model.errors import ModelError
-from anvil.core.model.protocol import Completion, StreamItem, Usage
+from anvil.core.model.protocol import Completion, Reasoning, StreamItem, Usage
 
 
 class ScriptedModel:
@@ -29,6 +31,8 @@ class ScriptedModel:
         self.name = name
         self.turns = list(turns)
         self.calls: list[list[dict[str, Any]]] = []  # the messages of every call, for assertions
+        self.output_limits: list[int | None] = []  # the max_output_tokens of every call
+        self.reasoning = Reasoning()
         self.chunk_chars = chunk_chars
         self.delay = delay
         self.window = window
@@ -57,12 +61,21 @@ class ScriptedModel:
     def preflight(self) -> str | None:
         return None  # a script needs no key and no provider
 
+    def reasons(self) -> bool | None:
+        return True  # a script says whatever reasoning it was given
+
+    def larger_output_limit(self, cut: Completion) -> int | None:
+        used = cut.usage.completion_tokens if cut.usage else 0
+        return 2 * max(used, 1)
+
     @property
     def remaining(self) -> int:
         return len(self.turns) - self._next
 
-    async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> AsyncIterator[StreamItem]:
+    async def stream(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                     max_output_tokens: int | None = None) -> AsyncIterator[StreamItem]:
         self.calls.append([dict(m) for m in messages])
+        self.output_limits.append(max_output_tokens)
         if self._next < len(self.turns):
             turn = self.turns[self._next]
             self._next += 1
@@ -71,6 +84,9 @@ class ScriptedModel:
         if "error" in turn:
             raise ModelError(str(turn["error"]), retryable=bool(turn.get("retryable")),
                              kind=str(turn.get("kind", "error")))
+        reasoning = str(turn.get("reasoning", ""))
+        for start in range(0, len(reasoning), self.chunk_chars):
+            yield ReasoningDelta(reasoning[start:start + self.chunk_chars])
         text = str(turn.get("text", ""))
         for start in range(0, len(text), self.chunk_chars):
             if self.delay:
@@ -85,5 +101,7 @@ class ScriptedModel:
         usage = Usage(prompt_tokens=prompt_chars // 4, completion_tokens=max(1, len(text) // 4))
         if "usage" in turn:
             usage = Usage(**turn["usage"])
-        yield Completion(text, calls, usage, cost=turn.get("cost"),
-                         finish_reason="tool_calls" if calls else "stop")
+        finish = turn.get("finish_reason") or ("tool_calls" if calls else "stop")
+        replay = {"reasoning_content": reasoning} if reasoning else {}
+        yield Completion(text, calls, usage, cost=turn.get("cost"), finish_reason=finish, reasoning=reasoning,
+                         replay=replay)

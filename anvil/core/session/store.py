@@ -62,9 +62,13 @@ class SessionState:
     first_prompt: str = ""
     #: (turn, prompt) of every turn still in the conversation, oldest first (for /rewind)
     prompts: list[tuple[int, str]] = field(default_factory=list)
-    total_cost: float = 0.0
+    total_cost: float | None = None  # None: no call's price was known
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    unpriced_calls: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -204,9 +208,16 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
         elif etype == "todos_changed":
             state.todos = list(event.get("todos", []))
         elif etype == "usage":
-            state.total_cost = float(event.get("total_cost") or 0.0)
-            state.prompt_tokens = int(event.get("total_prompt_tokens") or 0)
-            state.completion_tokens = int(event.get("total_completion_tokens") or 0)
+            _apply_usage(state, event)
+
+
+def _apply_usage(state: SessionState, event: dict[str, Any]) -> None:
+    """The session's totals as of its last usage event."""
+    cost = event.get("total_cost")
+    state.total_cost = float(cost) if isinstance(cost, (int, float)) else None
+    for key in ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        setattr(state, key, int(event.get(f"total_{key}") or 0))
+    state.unpriced_calls = int(event.get("unpriced_calls") or 0)
 
 
 @dataclass

@@ -22,9 +22,10 @@ Decisions worth knowing:
   in order, so this only happens if a front end runs two agents on one tool).
 - Interrupts: the parent cancels the tool's coroutine; the child is interrupted through its own
   ``interrupt()`` (which stops its stream, tool or approval cleanly) and given a short grace to finish.
-- Cost: the child's usage comes back in ``ToolResult.data`` (``prompt_tokens``, ``completion_tokens``,
-  ``cost``) and, if given, through ``on_usage`` - which is also called when the run is interrupted, when
-  no result is returned at all. Add one of the two to the parent's totals, not both.
+- Cost: the child's usage comes back in ``ToolResult.data`` (its token counts, cache reads and writes included,
+  ``cost``, None when unknown, and ``unpriced_calls``) and, if given, through ``on_usage`` - which is also
+  called when the run is interrupted, when no result is returned at all. Add one of the two to the parent's
+  totals, not both.
 
 Construction (runtime)::
 
@@ -198,9 +199,7 @@ class TaskTool(Tool):
             for relay in list(outcome.relays):  # a request still open when the child ended: nobody waits for it
                 relay.cancel()
             await child_ctx.close()
-            usage = {"prompt_tokens": int(child.totals["prompt_tokens"]),
-                     "completion_tokens": int(child.totals["completion_tokens"]),
-                     "cost": round(float(child.totals["cost"]), 6)}
+            usage = child.usage.summary()
             if self.on_usage is not None:
                 self.on_usage(dict(usage))
         return self._result(agent_type, outcome, usage)

@@ -26,6 +26,27 @@ def test_records_fold_into_state(tmp_path: Path) -> None:
     assert state.todos[0]["content"] == "a" and state.total_cost == 0.5
 
 
+def test_resuming_restores_cache_tokens_and_an_unknown_cost(tmp_path: Path, project: Path) -> None:
+    from anvil.config import Settings
+    from anvil.core.model.scripted import ScriptedModel
+    from anvil.facade import SessionFacade
+    from anvil.runtime import open_runtime
+
+    runtime = open_runtime(Settings(model="scripted"), project, model=ScriptedModel([]))
+    runtime.session.append({"t": "event", "event": {
+        "type": "usage", "total_cost": None, "total_prompt_tokens": 900, "total_completion_tokens": 40,
+        "total_cache_read_tokens": 800, "total_cache_write_tokens": 60, "total_reasoning_tokens": 7,
+        "unpriced_calls": 2}})
+    runtime.session.close()
+    resumed = SessionFacade(open_runtime(Settings(model="scripted"), project, continue_latest=True,
+                                         model=ScriptedModel([])))
+    usage = resumed.usage()
+    assert (usage.prompt_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens) == (
+        900, 800, 60, 7)
+    assert usage.cost is None and usage.unpriced_calls == 2  # still unknown after a resume, not $0
+    resumed.runtime.session.close()
+
+
 def test_each_record_is_on_disk_as_soon_as_it_is_appended(tmp_path: Path) -> None:
     session = SessionStore(tmp_path, tmp_path / "p").create("m", "v")
     session.append({"t": "message", "message": {"role": "user", "content": "one"}})
