@@ -32,7 +32,7 @@ from pathlib import Path
 
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
 from anvil.core.policy.rules import CommandRule, CommandRules, suggest_pattern
-from anvil.core.policy.shell_command import SimpleCommand
+from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand
 from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.verdict import Verdict
 
@@ -58,6 +58,30 @@ def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_app
     report = classify(parsed, root, home, cwd)
     if writes_confined:
         report = RiskReport(tuple(f for f in report.findings if not f.confinable))
+    refusal = _refusal(parsed, report, rules, auto_approve)
+    if refusal is not None:
+        return refusal
+    if auto_approve:
+        return Verdict("allow", by="auto-approve", reasons=report.reasons)
+    used: list[CommandRule] = []
+    for i, cmd in enumerate(parsed.commands):
+        risky = [f for f in report.for_command(i) if f.level in ("risky", "unattended_deny")]
+        if not cmd.words:  # assignments, bare redirections: nothing to allow unless they are risky
+            if risky:
+                return _ask(cmd, risky, report, ())
+            continue
+        candidates = rules.allow_rules_for(cmd)
+        rule = next((r for r in candidates if _covers(r, risky)), None)
+        if rule is None:
+            return _ask(cmd, risky, report, candidates)
+        used.append(rule)
+    by = ", ".join(dict.fromkeys(r.pattern for r in used)) or "nothing to run"
+    return Verdict("allow", by=by, reasons=report.reasons)
+
+
+def _refusal(parsed: ParsedCommand, report: RiskReport, rules: CommandRules, auto_approve: bool) -> Verdict | None:
+    """A command refused outright: on the hard-deny list, destructive and blind under auto-approve, or denied by
+    a rule."""
     hard = tuple(dict.fromkeys(f.reason for f in report.findings if f.level == "hard_deny"))
     if hard:
         return Verdict("deny", by="hard-deny", reasons=hard, message=(
@@ -76,22 +100,7 @@ def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_app
         return Verdict("deny", by=rule.pattern, reasons=(reason,), message=(
             f"Refused by the user's deny rule '{rule.pattern}' ({rule.scope} scope): {part}. "
             "Do not retry it or work around it; ask the user if it is needed."))
-    if auto_approve:
-        return Verdict("allow", by="auto-approve", reasons=report.reasons)
-    used: list[CommandRule] = []
-    for i, cmd in enumerate(parsed.commands):
-        risky = [f for f in report.for_command(i) if f.level in ("risky", "unattended_deny")]
-        if not cmd.words:  # assignments, bare redirections: nothing to allow unless they are risky
-            if risky:
-                return _ask(cmd, risky, report, ())
-            continue
-        candidates = rules.allow_rules_for(cmd)
-        rule = next((r for r in candidates if _covers(r, risky)), None)
-        if rule is None:
-            return _ask(cmd, risky, report, candidates)
-        used.append(rule)
-    by = ", ".join(dict.fromkeys(r.pattern for r in used)) or "nothing to run"
-    return Verdict("allow", by=by, reasons=report.reasons)
+    return None
 
 
 def _covers(rule: CommandRule, risky: list[Finding]) -> bool:

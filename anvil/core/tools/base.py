@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from anvil.core.events import Event
-from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.masking import SecretMasker
+from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
 from anvil.core.tools.paths import default_user_config_dir, resolve_path
 

@@ -129,6 +129,7 @@ class OutputCollector:
         self.whole = HeadTail(budget)
         self.unread = HeadTail(budget)
         self.log = log
+        self._mask = mask  # known secrets never reach the log file; the model's copy is the loop's business
 
     @property
     def log_path(self) -> Path | None:
@@ -138,7 +139,6 @@ class OutputCollector:
     @property
     def log_error(self) -> str | None:
         return self.log.error if self.log is not None else None
-        self._mask = mask  # known secrets never reach the log file; the model's copy is the loop's business
 
     def feed(self, data: bytes) -> None:
         text = self._pending + self._decoder.decode(data)
