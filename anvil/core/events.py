@@ -97,8 +97,8 @@ class ToolCallStarted(Event):
 class ApprovalDecision:
     """The answer to an approval request.
 
-    ``remember`` is a scope ("session", "project", "user") when the person chose
-    "always allow"; ``pattern`` is then the rule saved.
+    ``remember`` is a scope ("session", "project", "user") when the person chose "always allow" (or, with
+    ``allow`` false, "always deny"); ``pattern`` is then the rule saved.
     """
 
     allow: bool
@@ -140,6 +140,8 @@ class ApprovalRequested(Event):
     cwd: str | None = None
     #: where "always allow" saves the rule, by scope ("project", "user"); session rules stay in memory
     rule_files: dict[str, str] = field(default_factory=dict)
+    #: only the person may answer, once (a protected path, a command leaving the sandbox): offer no "always"
+    person_only: bool = False
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )
