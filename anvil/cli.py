@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="anvil",
         description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
                     "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
-                    "`anvil trust` trusts this folder's .anvil/ settings.",
+                    "`anvil trust` trusts this folder's .anvil/ settings; `anvil acp` serves an editor (ACP).",
         epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
                "these flags, in increasing priority.",
     )
@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args_list[:1] == ["sessions"]:
         return _sessions(args_list[1:])
+    if args_list[:1] == ["acp"]:
+        from anvil.acp.server import main as acp_main
+
+        return acp_main(args_list[1:])
     if args_list[:1] == ["trust"]:
         from anvil.frontend.trust import trust_command
 
