@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 #: the largest JSON-RPC line accepted (a prompt with embedded files can be big); the SDK's own default
 LINE_LIMIT = 50 * 1024 * 1024
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
     return parse
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> NoReturn:
     args = parser().parse_args(argv)  # exits 2 with a usage message (on stderr) on bad arguments
     if args.max_iterations is not None and args.max_iterations < 1:
         parser().error("--max-iterations must be at least 1")
@@ -43,11 +43,15 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="anvil acp: %(name)s: %(message)s")
     flags = {"model": args.model, "api_base": args.api_base, "auto_approve": args.auto_approve,
              "max_iterations": args.max_iterations, "mode": args.mode}
+    code = 0
     try:
         asyncio.run(serve(flags, trust=True if args.trust else None, out=out))
     except KeyboardInterrupt:
-        return 130
-    return 0
+        code = 130
+    # Every session is closed (hooks, MCP servers, commands, files) and stdout is flushed. Tearing down the
+    # interpreter would now cost seconds (litellm's module graph) while the editor waits for the agent to end.
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def keep_stdout_for_rpc() -> BinaryIO:

@@ -11,7 +11,7 @@ import pytest
 from acp import RequestError
 from acp.schema import AgentPlanUpdate, FileEditToolCallContent, ToolCallProgress, ToolCallStart
 
-from tests.support.acp_client import ScriptedClient, acp_agent, prompt
+from tests.support.acp_client import ScriptedClient, acp_agent, prompt, scripted_model, tool_results
 from tests.support.openai_server import ScriptedOpenAIServer
 
 
@@ -23,28 +23,27 @@ def run(command: str, call_id: str) -> dict[str, object]:
     return {"tool_calls": [{"id": call_id, "name": "run_command", "arguments": {"command": command}}]}
 
 
-async def test_initialize_says_what_anvil_offers(project: Path, server: ScriptedOpenAIServer) -> None:
+async def test_initialize_and_new_session_say_what_anvil_offers(project: Path, tmp_path: Path) -> None:
     client = ScriptedClient()
-    async with acp_agent(client, project, *model(server)) as conn:
-        from acp import PROTOCOL_VERSION
-
-        info = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities())
+    async with acp_agent(client, project, *scripted_model(tmp_path, [])) as conn:
+        info = client.initialized
         caps = info.agent_capabilities
         assert caps.load_session is True and caps.prompt_capabilities.embedded_context is True
         assert caps.mcp_capabilities.http is True
-        assert info.auth_methods == []  # a local server needs no key: nothing to sign in to
+        assert info.auth_methods == []  # the scripted model needs no key: nothing to sign in to
         assert info.agent_info.name == "anvil"
         session = await conn.new_session(cwd=str(project), mcp_servers=[])
         assert session.modes.current_mode_id == "ask"
         assert [m.id for m in session.modes.available_modes] == ["ask", "accept_edits", "auto", "plan"]
+        with pytest.raises(RequestError) as raised:
+            await conn.new_session(cwd="relative/path", mcp_servers=[])
+        assert "not a directory" in str(raised.value.data or raised.value)
 
 
 async def test_a_missing_key_is_an_auth_method_and_session_new_says_what_to_set(project: Path) -> None:
     client = ScriptedClient()
     async with acp_agent(client, project, "--model", "anthropic/claude-sonnet-4-5") as conn:
-        from acp import PROTOCOL_VERSION
-
-        info = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities())
+        info = client.initialized
         assert len(info.auth_methods) == 1 and "ANTHROPIC_API_KEY" in info.auth_methods[0].description
         with pytest.raises(RequestError) as raised:
             await conn.new_session(cwd=str(project), mcp_servers=[])
@@ -60,6 +59,7 @@ async def test_prompt_streams_text_and_an_edit_shows_its_diff(project: Path, ser
                {"text": "I changed the greeting to say hello to the world."})
     client = ScriptedClient()
     async with acp_agent(client, project, *model(server)) as conn:
+        assert client.initialized.auth_methods == []  # a local server needs no key
         session = await conn.new_session(cwd=str(project), mcp_servers=[])
         assert await prompt(conn, session.session_id, "make it greet the world") == "end_turn"
     assert len(client.of("agent_message_chunk")) > 3  # streamed in pieces, not sent whole
@@ -106,13 +106,13 @@ async def test_permission_answered_each_way(project: Path, server: ScriptedOpenA
     assert rules == {"allow": ["echo *"], "deny": ["touch *"]}
 
 
-async def test_a_client_that_cannot_answer_denies(project: Path, server: ScriptedOpenAIServer) -> None:
-    server.add(run("touch made", "c1"), {"text": "could not"})
+async def test_a_client_that_cannot_answer_denies(project: Path, tmp_path: Path, isolated_env: Path) -> None:
     client = ScriptedClient(can_answer=False)
-    async with acp_agent(client, project, *model(server)) as conn:
+    async with acp_agent(client, project, *scripted_model(tmp_path, [run("touch made", "c1"),
+                                                                     {"text": "could not"}])) as conn:
         sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
         assert await prompt(conn, sid, "make a file") == "end_turn"
-    told = next(m["content"] for m in server.requests[-1]["messages"] if m["role"] == "tool")
+    told = tool_results(isolated_env / "data")["c1"]
     assert "could not ask" in told and not (project / "made").exists()
     failed = [u for u in client.of("tool_call_update") if u.tool_call_id == "c1" and u.status == "failed"]
     assert failed
@@ -134,8 +134,7 @@ async def test_cancel_mid_turn(project: Path, server: ScriptedOpenAIServer) -> N
     assert client.said().endswith("after the cancel")
 
 
-async def test_cancel_while_a_permission_request_waits(project: Path, server: ScriptedOpenAIServer) -> None:
-    server.add(run("touch late", "c1"), {"text": "unused"})
+async def test_cancel_while_a_permission_request_waits(project: Path, tmp_path: Path) -> None:
     asked = asyncio.Event()
 
     async def hold(tool_call: object) -> str | None:
@@ -144,7 +143,8 @@ async def test_cancel_while_a_permission_request_waits(project: Path, server: Sc
         return None
 
     client = ScriptedClient([hold])
-    async with acp_agent(client, project, *model(server)) as conn:
+    async with acp_agent(client, project, *scripted_model(tmp_path, [run("touch late", "c1"),
+                                                                     {"text": "unused"}])) as conn:
         sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
         turn = asyncio.create_task(prompt(conn, sid, "make a file"))
         await asyncio.wait_for(asked.wait(), 30)
@@ -164,6 +164,9 @@ async def test_load_replays_the_session(project: Path, server: ScriptedOpenAISer
         await prompt(conn, sid, "what do my notes say?")
     again = ScriptedClient()
     async with acp_agent(again, project, *model(server)) as conn:
+        with pytest.raises(RequestError) as raised:
+            await conn.load_session(cwd=str(project), session_id="no-such-session", mcp_servers=[])
+        assert "no-such-session" in str(raised.value)
         listed = await conn.list_sessions(cwd=str(project))
         assert [s.session_id for s in listed.sessions] == [sid]
         assert listed.sessions[0].title == "what do my notes say?"
@@ -177,19 +180,17 @@ async def test_load_replays_the_session(project: Path, server: ScriptedOpenAISer
         await prompt(conn, sid, "and what did I ask?")
     history = server.requests[-1]["messages"]
     assert history[1]["content"].startswith("what do my notes say?")  # the model has the whole conversation
-    with pytest.raises(RequestError):
-        async with acp_agent(ScriptedClient(), project, *model(server)) as conn:
-            await conn.load_session(cwd=str(project), session_id="no-such-session", mcp_servers=[])
 
 
-async def test_modes_and_the_plan(project: Path, server: ScriptedOpenAIServer) -> None:
+async def test_modes_and_the_plan(project: Path, tmp_path: Path, isolated_env: Path) -> None:
     todos = [{"content": "Read the code", "status": "completed"}, {"content": "Write the plan", "status":
              "in_progress"}, {"content": "Drop this", "status": "cancelled"}]
-    server.add({"tool_calls": [{"id": "t1", "name": "todo_write", "arguments": {"todos": todos}}]},
-               {"tool_calls": [{"id": "p1", "name": "exit_plan_mode", "arguments": {"plan": "1. Do it"}}]},
-               {"text": "Plan approved; carrying on."})
+    model = scripted_model(tmp_path, [
+        {"tool_calls": [{"id": "t1", "name": "todo_write", "arguments": {"todos": todos}}]},
+        {"tool_calls": [{"id": "p1", "name": "exit_plan_mode", "arguments": {"plan": "1. Do it"}}]},
+        {"text": "Plan approved; carrying on."}])
     client = ScriptedClient(["approve-plan"])
-    async with acp_agent(client, project, *model(server)) as conn:
+    async with acp_agent(client, project, *model) as conn:
         sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
         await conn.set_session_mode(session_id=sid, mode_id="plan")
         with pytest.raises(RequestError):
@@ -201,4 +202,5 @@ async def test_modes_and_the_plan(project: Path, server: ScriptedOpenAIServer) -
                                                             ("Write the plan", "in_progress")]
     assert client.requests[0]["tool_call"].content[0].content.text == "1. Do it"
     assert [u.current_mode_id for u in client.of("current_mode_update")] == ["ask"]  # back from plan mode
-    assert "Plan mode is on" in server.requests[0]["messages"][-1]["content"]
+    told = tool_results(isolated_env / "data")
+    assert "The plan was approved" in told["p1"] and "now ask mode" in told["p1"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -59,6 +60,7 @@ class ScriptedClient:
         self.reads: list[str] = []
         self.terminals: dict[str, _Terminal] = {}
         self.update_seen = asyncio.Event()
+        self.initialized: Any = None  # the agent's answer to initialize
 
     # -- what the agent asks of the client -------------------------------------------------------------------
 
@@ -167,8 +169,9 @@ async def acp_agent(client: ScriptedClient, project: Path, *args: str,
     try:
         async with spawn_agent_process(client, sys.executable, "-m", "anvil.cli", "acp", *args, cwd=project,
                                        env=dict(os.environ), transport_kwargs={"stderr": err}) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities(),
-                                  client_info=Implementation(name="scripted-client", version="1"))
+            client.initialized = await conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=client.capabilities(),
+                client_info=Implementation(name="scripted-client", version="1"))
             yield conn
     finally:
         err.close()
@@ -178,3 +181,26 @@ async def prompt(conn: Any, session_id: str, text: str) -> str:
     """Send a prompt; returns the stop reason."""
     response = await asyncio.wait_for(conn.prompt(session_id=session_id, prompt=[text_block(text)]), 60)
     return response.stop_reason
+
+
+def scripted_model(directory: Path, turns: list[dict[str, Any]]) -> tuple[str, str]:
+    """``--model scripted:FILE`` for ``turns``: no litellm in the agent (it starts in a third of the time), for
+    tests about what the editor brings rather than the model's path (that one goes through the local server)."""
+    path = directory / f"model-{len(list(directory.glob('model-*.json')))}.json"
+    path.write_text(json.dumps(turns))
+    return "--model", f"scripted:{path}"
+
+
+def recorded_messages(data_home: Path) -> list[dict[str, Any]]:
+    """The conversation as the sessions under ``$XDG_DATA_HOME`` recorded it: what the model was sent and read."""
+    messages = []
+    for file in sorted((data_home / "anvil" / "sessions").glob("*/*.jsonl")):
+        for line in file.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("t") == "message":
+                messages.append(record["message"])
+    return messages
+
+
+def tool_results(data_home: Path) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in recorded_messages(data_home) if m["role"] == "tool"}
