@@ -9,6 +9,6 @@
 - ``lifetime``: ending every process an unsandboxed command started, ``setsid`` daemons included.
 - ``proxy``: the way out for a sandbox without network to a list of hosts.
 
-May import: process_groups. Never the tools, the policy, the loop or the settings layer: settings arrive as
-plain values (:class:`~anvil.core.sandbox.places.SandboxSettings`).
+May import: process_groups, private_files (its state in the data dir). Never the tools, the policy, the loop or
+the settings layer: settings arrive as plain values (:class:`~anvil.core.sandbox.places.SandboxSettings`).
 """

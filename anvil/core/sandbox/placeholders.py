@@ -17,8 +17,11 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import IO, Literal
+
+from anvil.core.private_files import open_private, private_dir, write_private
 
 
 class Placeholders:
@@ -33,8 +36,8 @@ class Placeholders:
         if self._lock is not None:
             return
         try:
-            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock = self.lock_path.open("ab")
+            private_dir(self.lock_path.parent)  # in anvil's data dir: private like everything there
+            self._lock = os.fdopen(open_private(self.lock_path, os.O_WRONLY | os.O_APPEND), "ab")
             fcntl.flock(self._lock, fcntl.LOCK_SH)
         except OSError:
             self._lock = None
@@ -88,4 +91,4 @@ class Placeholders:
 
     def _save(self, ledger: set[Path]) -> None:
         with contextlib.suppress(OSError):
-            self.ledger_path.write_text(json.dumps(sorted(map(str, ledger))))
+            write_private(self.ledger_path, json.dumps(sorted(map(str, ledger))).encode())
