@@ -23,19 +23,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="anvil",
         description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
                     "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
-                    "`anvil trust` trusts this folder's .anvil/ settings.",
+                    "`anvil trust` trusts this folder's .anvil/ settings; `anvil acp` serves an editor (ACP).",
         epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
                "these flags, in increasing priority.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
                         help="run one prompt headless and print the result ('-' reads it from stdin)")
     parser.add_argument("--model", help="litellm model string, e.g. anthropic/claude-sonnet-4-5, "
                                         "openai/<name> with --api-base, or 'scripted' for the demo model")
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama)")
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                         help="headless output: the answer (text), one JSON result (json), or one event "
-                             "per line (stream-json)")
+                             "per line then the result (stream-json)")
+    parser.add_argument("--input-format", choices=["text", "stream-json"], default="text",
+                        help="headless input: the prompt (text), or one user message a line on stdin, each a "
+                             "turn (stream-json, with --output-format stream-json)")
     parser.add_argument("--auto-approve", action="store_true", default=None,
                         help="run every tool without asking, except the hard-deny list (trusted repos only)")
     parser.add_argument("--trust", action="store_true",
@@ -67,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args_list[:1] == ["sessions"]:
         return _sessions(args_list[1:])
+    if args_list[:1] == ["acp"]:
+        from anvil.acp.server import main as acp_main
+
+        return acp_main(args_list[1:])
     if args_list[:1] == ["trust"]:
         from anvil.frontend.trust import trust_command
 
@@ -80,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.max_iterations is not None and args.max_iterations < 1:
         parser.error("--max-iterations must be at least 1")
-    if args.prompt is None:
+    if args.prompt is None and args.input_format == "text":
         if args.plain:
             return _plain(args)
         return _tui(args)
@@ -120,10 +127,17 @@ def _headless(args: Any) -> int:
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
 
-    prompt = _read_prompt(args.prompt)
-    if prompt is None or not prompt.strip():
-        print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
-        return EXIT_USAGE
+    if args.input_format == "stream-json":
+        problem = _stream_input_problem(args)
+        if problem:
+            print(f"anvil: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        prompt: str | None = args.prompt or None
+    else:
+        prompt = _read_prompt(args.prompt or "")
+        if prompt is None or not prompt.strip():
+            print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
+            return EXIT_USAGE
     try:
         settings = load_settings(Path.cwd(), _flags(args), trust=_trust(args))
         from anvil.headless import run_headless
@@ -131,7 +145,7 @@ def _headless(args: Any) -> int:
 
         runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest,
                                interactive=False)
-        return asyncio.run(run_headless(runtime, prompt, args.output_format))
+        return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
         import os
@@ -143,6 +157,16 @@ def _headless(args: Any) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _stream_input_problem(args: Any) -> str | None:
+    """What is wrong with ``--input-format stream-json`` as given: stdin holds the messages, stream-json the
+    answers (as in Claude Code)."""
+    if args.output_format != "stream-json":
+        return "--input-format stream-json needs --output-format stream-json (one result line per message)."
+    if args.prompt == "-":
+        return "with --input-format stream-json the messages come on stdin; -p - has nothing left to read."
+    return None
 
 
 def _tui(args: Any) -> int:

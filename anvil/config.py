@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from anvil.config_tables import CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
+from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.runner import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
 from anvil.core.policy.approval import Scope, parse_rule
@@ -121,6 +121,8 @@ class Settings(BaseModel):
     """The OS sandbox for commands: ``mode``, ``network``, ``writable``, ``writable_caches``."""
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     """Command log caps and the background time limit."""
+    acp: AcpConfig = Field(default_factory=AcpConfig)
+    """``anvil acp``: whether commands run in the editor's terminal (``terminal = true``)."""
 
     # Not a setting: set by load_settings. Untrusted unless decided, so a project's files stay inert by default.
     _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
@@ -238,7 +240,7 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
 
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
 _TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
-           "commands"}
+           "commands", "acp"}
 
 
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The tables of the settings that are more than one value: ``[permissions]``, ``[sandbox]``, ``[commands]``.
+"""The tables of the settings that are more than one value: ``[permissions]``, ``[sandbox]``, ``[commands]``,
+``[acp]``.
 
 Each is a pydantic model with ``extra="forbid"``, so an unknown key is a configuration error naming it; the
 attribute docstrings are the documentation ``anvil config`` and the README draw on.
@@ -70,3 +71,13 @@ class CommandsConfig(BaseModel):
     """Size of all command logs together; the oldest go first; 0 for no limit."""
     background_timeout: float = Field(7200, ge=0)
     """Seconds a background command may run before it is stopped; 0 for no limit."""
+
+
+class AcpConfig(BaseModel):
+    """``[acp]``: how ``anvil acp`` uses what the editor (the ACP client) offers."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    terminal: bool = False
+    """Run the model's foreground commands in the editor's terminal, where you watch them, when the editor offers
+    one. They run the same command line as otherwise, so still in anvil's sandbox."""

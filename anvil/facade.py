@@ -9,7 +9,8 @@ shows comes from here or from the events a turn yields.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from anvil.core.model.protocol import Model
     from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
+    from anvil.core.tools.base import EditorTerminal
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,26 @@ class SessionFacade:
 
     async def close(self, reason: str = "exit") -> None:
         await self._runtime.close(reason)
+
+    def use_editor(self, *, read_text: Callable[[Path], Awaitable[str | None]] | None = None,
+                   terminal: EditorTerminal | None = None) -> None:
+        """Let the tools see files as the person's editor has them (unsaved changes) and run foreground commands
+        in its terminal (an ACP client's); None leaves that to anvil."""
+        self._agent.ctx.editor_text = read_text
+        self._agent.ctx.terminal = terminal
+
+    def describe_call(self, name: str, arguments: str) -> tuple[str, str]:
+        """The label and the kind a tool call shows with ("Reading app.py", "read"), as it did when it ran: for
+        a resumed session's calls."""
+        prepared = self._agent.tools.prepare(name, arguments)
+        tool = prepared.tool
+        if tool is None:
+            return name, "other"
+        label = name
+        if prepared.error is None:
+            with contextlib.suppress(Exception):  # a label is not worth failing for
+                label = tool.phase(prepared.args)
+        return label, tool.kind
 
     # -- turns -----------------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from anvil import __version__
 from anvil.config import (
@@ -239,9 +239,9 @@ class _TrustKeepingPolicy(ApprovalPolicy):
         super().__init__(settings.auto_approve, **options)
         self.settings, self.root = settings, root
 
-    def remember(self, tool: str, pattern: str, scope: str) -> None:
+    def remember(self, tool: str, pattern: str, scope: str, effect: Literal["allow", "deny"] = "allow") -> None:
         keep = scope == "project" and project_files_trusted(self.settings, self.root)
-        super().remember(tool, pattern, scope)
+        super().remember(tool, pattern, scope, effect)
         if keep:
             keep_trusted_after_saving(self.settings, self.root)
 

@@ -52,11 +52,16 @@ def test_json_output(project: Path, server: ScriptedOpenAIServer) -> None:
     result = run_anvil(project, server, "-p", "go", "--output-format", "json")
     data = json.loads(result.stdout)
     assert data["result"] == "Done." and data["stop_reason"] == "done" and data["is_error"] is False
-    assert data["turns"] == 1 and data["usage"] == {"prompt_tokens": 50, "completion_tokens": 5,
-                                                    "cache_read_tokens": 30, "cache_write_tokens": 0,
-                                                    "reasoning_tokens": 2}
+    assert data["turns"] == 1 and data["session_id"]
     # litellm has no price for a local model: the cost is unknown (null), never a made-up 0
-    assert data["session_id"] and data["cost"] is None
+    assert data["cost"] is None
+    # Claude Code's names for the same things, so tooling written for `claude -p` reads it too
+    assert data["type"] == "result" and data["subtype"] == "success" and data["num_turns"] == 1
+    assert data["total_cost_usd"] == data["cost"] and isinstance(data["duration_ms"], int)
+    assert data["usage"] == {"prompt_tokens": 50, "completion_tokens": 5, "cache_read_tokens": 30,
+                             "cache_write_tokens": 0, "reasoning_tokens": 2, "input_tokens": 50, "output_tokens": 5,
+                             "cache_read_input_tokens": 30, "cache_creation_input_tokens": 0}
+    assert data["permission_denials"] == []
 
 
 def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOpenAIServer) -> None:
@@ -65,14 +70,15 @@ def test_stream_json_writes_one_event_per_line(project: Path, server: ScriptedOp
     result = run_anvil(project, server, "-p", "go", "--output-format", "stream-json")
     events = [json.loads(line) for line in result.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[:2] == ["session_started", "turn_started"] and types[-1] == "turn_ended"
+    assert types[:2] == ["session_started", "turn_started"] and types[-2:] == ["turn_ended", "result"]
     started = events[0]
     assert started["session_id"] == events[1]["session_id"] and started["model"] == "openai/scripted"
     assert started["sandbox"]["mode"] == "auto" and started["sandbox"]["network"] is False
     for expected in ("text_delta", "assistant_message", "usage", "context_usage", "tool_call_started",
                      "tool_result"):
         assert expected in types
-    assert events[-1]["reason"] == "done"
+    assert events[-2]["reason"] == "done"
+    assert events[-1]["subtype"] == "success" and events[-1]["result"] == "All done here."
     text = "".join(e["text"] for e in events if e["type"] == "text_delta")
     assert text == "Reading.All done here."
 
@@ -182,8 +188,10 @@ def test_sigint_interrupts_with_exit_130(project: Path) -> None:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 130, err
-        last = json.loads(out.splitlines()[-1])
-        assert last["type"] == "turn_ended" and last["reason"] == "interrupted"
+        ended, result = (json.loads(line) for line in out.splitlines()[-2:])
+        assert ended["type"] == "turn_ended" and ended["reason"] == "interrupted"
+        assert result["type"] == "result" and result["stop_reason"] == "interrupted" and result["is_error"] is True
+        assert result["subtype"] == "error_during_execution"
         assert "Traceback" not in err
 
 
@@ -228,3 +236,6 @@ def test_a_call_that_needs_approval_is_denied_with_the_one_headless_text(project
         ".anvil/permissions.toml")
     tool_result = next(m for m in model.calls[1] if m["role"] == "tool")["content"]
     assert HEADLESS_DENIAL.message in tool_result
+    [denial] = events[-1]["permission_denials"]  # the result lists it, in Claude Code's words
+    assert denial == {"tool_name": "run_command", "tool_use_id": answered["call_id"],
+                      "tool_input": {"command": "touch x"}, "by": "headless"}

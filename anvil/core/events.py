@@ -109,8 +109,8 @@ class ToolCallStarted(Event):
 class ApprovalDecision:
     """The answer to an approval request.
 
-    ``remember`` is a scope ("session", "project", "user") when the person chose
-    "always allow"; ``pattern`` is then the rule saved.
+    ``remember`` is a scope ("session", "project", "user") when the person chose "always allow" (or, with
+    ``allow`` false, "always deny"); ``pattern`` is then the rule saved.
     """
 
     allow: bool
@@ -154,6 +154,8 @@ class ApprovalRequested(Event):
     rule_files: dict[str, str] = field(default_factory=dict)
     #: why "always allow" is not offered, when the reason is not simply that no rule fits the call
     no_rule_reason: str = ""
+    #: only the person may answer, once (a protected path, a command leaving the sandbox): offer no "always"
+    person_only: bool = False
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )

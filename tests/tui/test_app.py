@@ -113,7 +113,7 @@ class RememberingPolicy(ApprovalPolicy):
             return Verdict("allow", by="rule")
         return Verdict("ask", suggested_pattern="echo *")
 
-    def remember(self, tool: str, pattern: str, scope: str) -> None:
+    def remember(self, tool: str, pattern: str, scope: str, effect: str = "allow") -> None:
         self.rules.append((tool, pattern, scope))
 
 

@@ -178,15 +178,15 @@ class ToolCaller:
                                 command=tool.command(outcome.prepared.args),
                                 cwd=str(verdict.cwd) if verdict.cwd else None,
                                 rule_files={scope: str(path) for scope, path in self.policy.files.items()},
-                                no_rule_reason=verdict.no_rule_reason,
+                                no_rule_reason=verdict.no_rule_reason, person_only=verdict.person_only,
                                 future=future)
         self._notify(f"anvil needs your approval: {outcome.phase}")
         try:
             answer = await self.interrupt.until(future)
         except Interrupted:
             answer = ApprovalDecision(False, INTERRUPTED, by="interrupt")
-        if answer.allow and answer.remember and answer.pattern:
-            self.policy.remember(call.name, answer.pattern, answer.remember)
+        if answer.remember and answer.pattern:
+            self.policy.remember(call.name, answer.pattern, answer.remember, "allow" if answer.allow else "deny")
         yield self.record(ApprovalAnswered(call.id, call.name, answer.allow, answer.by, answer.message,
                                            answer.pattern))
         decision.answer = answer

@@ -282,13 +282,14 @@ class ApprovalPolicy:
         return Verdict("ask", by="no matching rule", message=f"Not run: {name} needs the user's approval.",
                        suggested_pattern=f"{name}({subject})")
 
-    def remember(self, tool: str, pattern: str, scope: str) -> None:
-        """Keep an "always allow" rule in its scope; project and user rules are saved to disk at once."""
+    def remember(self, tool: str, pattern: str, scope: str, effect: Literal["allow", "deny"] = "allow") -> None:
+        """Keep an "always allow" (or "always deny") rule in its scope; project and user rules are saved to disk
+        at once."""
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
         if tool == "run_command" and _TOOL_RULE.match(pattern) is None:
             pattern = pattern.strip()
-        self._add(pattern, "allow", scope)  # type: ignore[arg-type]
+        self._add(pattern, effect, scope)  # type: ignore[arg-type]
         path = self.files.get(scope)  # type: ignore[call-overload]
         if path is not None:
-            save_rule(path, pattern)
+            save_rule(path, pattern, effect)

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -89,6 +89,24 @@ class FileStamp:
             info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev)
 
 
+@dataclass(frozen=True)
+class TerminalRun:
+    """A command run in an editor's terminal: its output (the end of it, when long), how it ended."""
+
+    output: str
+    exit_code: int | None
+    timed_out: bool = False
+
+
+class EditorTerminal(Protocol):
+    """An editor's terminal that runs a foreground command where the person watches it (an ACP client's).
+
+    It runs ``argv`` exactly as given (the sandbox's command line: the sandbox holds), in ``cwd`` with ``env``;
+    past ``timeout`` seconds it kills the command and says so; a cancelled call kills it too."""
+
+    async def run(self, argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> TerminalRun: ...
+
+
 @dataclass
 class ToolContext:
     """Everything a tool may touch. One per session; tools keep their own state in ``state``."""
@@ -110,6 +128,11 @@ class ToolContext:
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
     #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
     sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
+    #: a file's text as the person's editor has it, unsaved changes included (an ACP client's), or None when
+    #: the editor does not have it open or cannot say; read_file shows it after its own checks of the path
+    editor_text: Callable[[Path], Awaitable[str | None]] | None = None
+    #: the editor's terminal foreground commands run in, when the person chose that; None: anvil runs them
+    terminal: EditorTerminal | None = None
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()

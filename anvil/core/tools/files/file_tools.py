@@ -56,6 +56,8 @@ MAX_READ_CHARS = 100_000
 STREAM_READ_BYTES = 64 * 1024 * 1024
 #: How many project files the "did you mean" search looks at, at most.
 SUGGESTION_SCAN_LIMIT = 50_000
+UNSAVED_NOTE = ("(Shown from the editor, where {display} has unsaved changes: the file on disk differs. Edits change "
+                "the file on disk; if yours depend on the unsaved text, ask the person to save first.)")
 
 
 def phase_label(verb: str, path: str) -> str:
@@ -91,9 +93,16 @@ class ReadFileTool(Tool):
         return phase_label("Reading", args.path)
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._read, args, ctx)
+        path, display, page = await asyncio.to_thread(self._read, args, ctx)
+        note = None
+        if ctx.editor_text is not None:  # the path passed every check above; the editor may hold newer text
+            buffer = await ctx.editor_text(path)
+            unsaved = _decoded_page(io.BytesIO(buffer.encode("utf-8")), args.offset, args.limit) if buffer else None
+            if unsaved is not None and _differs(unsaved, page):
+                page, note = unsaved, UNSAVED_NOTE.format(display=display)
+        return _shown(page, args, display, note)
 
-    def _read(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
+    def _read(self, args: ReadFileArgs, ctx: ToolContext) -> tuple[Path, str, _Page]:
         path = ctx.resolve(args.path)
         display = ctx.display(path)
         try:
@@ -112,28 +121,45 @@ class ReadFileTool(Tool):
         if page.binary:
             raise ToolError(f"{display} is a binary file ({info.st_size:,} bytes); read_file only shows text. "
                             "Use run_command (for example `file` or `xxd | head`) to inspect it.")
-        ctx.record_read(path, info, page.digest)
-        total = page.total
-        if total == 0:
-            return ToolResult(f"{display} is empty (0 lines).", summary=f"Read {display} (empty)",
-                              data={"path": display, "lines": 0})
-        if not page.lines:
-            size = f", which has {total} lines. Use an offset from 1 to {total}" if total > 0 else ""
-            raise ToolError(f"offset {args.offset} is past the end of {display}{size}.")
-        body, shown = _number_lines(page.lines, args.offset)
-        last = args.offset + shown - 1
-        notes = [_stray_note(display, *page.stray)] if page.stray[0] else []
-        if total < 0:
-            notes.append(f"(Lines {args.offset}-{last} shown; the file continues. Read on with "
-                         f"offset={last + 1}.)")
-        elif last < total:
-            notes.append(f"(Lines {args.offset}-{last} of {total} shown; {total - last} more. Read on with "
-                         f"offset={last + 1}.)")
-        output = body + ("\n" + "\n".join(notes) if notes else "")
-        data: dict[str, object] = {"path": display, "first": args.offset, "last": last, "total": total}
-        if page.stray[0]:
-            data["invalid_bytes"] = {"count": page.stray[0], "lines": page.stray[1]}
-        return ToolResult(output, summary=f"Read {display} (lines {args.offset}-{last})", data=data)
+        ctx.record_read(path, info, page.digest)  # what is on disk: a later write checks against it
+        return path, display, page
+
+
+def _shown(page: _Page, args: ReadFileArgs, display: str, note: str | None) -> ToolResult:
+    """What the model reads of a page: numbered lines and the notes that say what is missing or odd."""
+    total = page.total
+    if total == 0:
+        return ToolResult(f"{display} is empty (0 lines).", summary=f"Read {display} (empty)",
+                          data={"path": display, "lines": 0})
+    if not page.lines:
+        size = f", which has {total} lines. Use an offset from 1 to {total}" if total > 0 else ""
+        raise ToolError(f"offset {args.offset} is past the end of {display}{size}.")
+    body, shown = _number_lines(page.lines, args.offset)
+    last = args.offset + shown - 1
+    notes = [note] if note else []
+    if page.stray[0]:
+        notes.append(_stray_note(display, *page.stray))
+    if total < 0:
+        notes.append(f"(Lines {args.offset}-{last} shown; the file continues. Read on with offset={last + 1}.)")
+    elif last < total:
+        notes.append(f"(Lines {args.offset}-{last} of {total} shown; {total - last} more. Read on with "
+                     f"offset={last + 1}.)")
+    output = body + ("\n" + "\n".join(notes) if notes else "")
+    data: dict[str, object] = {"path": display, "first": args.offset, "last": last, "total": total}
+    if page.stray[0]:
+        data["invalid_bytes"] = {"count": page.stray[0], "lines": page.stray[1]}
+    if note:
+        data["unsaved"] = True
+    return ToolResult(output, summary=f"Read {display} (lines {args.offset}-{last})", data=data)
+
+
+def _differs(unsaved: _Page, disk: _Page) -> bool:
+    """Whether the editor's text shows something other than the file on disk (line endings aside: editors
+    keep their own)."""
+    def same(lines: list[str]) -> list[str]:
+        return [line.rstrip("\r") for line in lines]
+
+    return unsaved.total != disk.total or same(unsaved.lines) != same(disk.lines)
 
 
 @dataclass

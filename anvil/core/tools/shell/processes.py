@@ -21,7 +21,7 @@ from anvil.core.process_groups import KILL_GRACE
 from anvil.core.sandbox.blocked import Block
 from anvil.core.sandbox.lifetime import end_tagged
 from anvil.core.sandbox.sandbox import Launch
-from anvil.core.tools.base import ToolContext, ToolSettings
+from anvil.core.tools.base import EditorTerminal, ToolContext, ToolSettings
 from anvil.core.tools.errors import ToolError
 from anvil.core.tools.paths import resolve_path
 from anvil.core.tools.shell.command_log import CappedLog, LogStore
@@ -156,6 +156,8 @@ class ShellSession(BackgroundJobs):
     async def _execute(self, launch: Launch, cwd: Path, timeout: float,
                        collector: OutputCollector) -> tuple[int | None, bool, bool]:
         """Runs the launch; returns (exit code, timed out?, stray processes stopped?)."""
+        if self.ctx.terminal is not None:
+            return await _in_terminal(self.ctx.terminal, launch, cwd, timeout, collector)
         transport, protocol = await spawn(launch, cwd, collector)
         pgid = transport.get_pid()
         timed_out = stragglers = False
@@ -187,6 +189,18 @@ class ShellSession(BackgroundJobs):
         """Stop every background job and whatever a command left running; registered in ``ctx.cleanups``."""
         await asyncio.gather(*(self.kill(job) for job in self.jobs.values()), return_exceptions=True)
         await end_tagged(self.tags, grace=self.kill_grace)
+
+
+async def _in_terminal(terminal: EditorTerminal, launch: Launch, cwd: Path, timeout: float,
+                       collector: OutputCollector) -> tuple[int | None, bool, bool]:
+    """The launch run in the editor's terminal: the same command line (the sandbox's, and its process tag), shown
+    to the person as it runs; its output reaches the model the same way."""
+    try:
+        run = await terminal.run(list(launch.argv), dict(launch.env), cwd, timeout)
+        collector.feed(run.output.encode("utf-8"))
+    finally:
+        collector.finish()
+    return run.exit_code, run.timed_out, False
 
 
 def _read_quietly(path: Path) -> str:
