@@ -27,8 +27,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from anvil.config_imports import IMPORT_KEYS, Imported, import_flags, read_imports
 from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
-from anvil.core.hooks.runner import HooksConfig
+from anvil.core.hooks.config import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
 from anvil.core.policy.approval import Scope, parse_rule
 from anvil.core.policy.rules import RuleError
@@ -123,14 +124,25 @@ class Settings(BaseModel):
     """Command log caps and the background time limit."""
     acp: AcpConfig = Field(default_factory=AcpConfig)
     """``anvil acp``: whether commands run in the editor's terminal (``terminal = true``)."""
+    import_claude_hooks: bool = False
+    """Also run the hooks of the project's ``.claude/settings.json`` (Claude Code's format), in a trusted folder."""
+    import_mcp_json: bool = False
+    """Also start the servers of the project's ``.mcp.json`` (``mcpServers``), in a trusted folder."""
 
     # Not a setting: set by load_settings. Untrusted unless decided, so a project's files stay inert by default.
     _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
+
+    _import_notes: list[str] = PrivateAttr(default_factory=list)
 
     @property
     def project_trust(self) -> TrustDecision:
         """Whether the project's risky settings apply in this run, and for which content."""
         return self._project_trust
+
+    @property
+    def import_notes(self) -> list[str]:
+        """What could not be imported from .claude/settings.json or .mcp.json, for the person."""
+        return list(self._import_notes)
 
 
 _TYPE_WORDS = {
@@ -268,13 +280,13 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None, environ: dict
     no), and with None only if the person trusted this folder with exactly this content before.
     """
     env = os.environ if environ is None else environ
-    project = read_toml(project_config_path(root))
-    check = project_trust(root, project)
+    project, user = read_toml(project_config_path(root)), read_toml(user_config_path())
+    check = project_trust(root, project, imports=import_flags([user, project], env))
     trusted = check.trusted if trust is None else trust or not check.items
     if not trusted:
         project = split_layer(project)[0]
     layers = [
-        (f"User config {user_config_path()}", _scoped(read_toml(user_config_path()), "user")),
+        (f"User config {user_config_path()}", _scoped(user, "user")),
         (f"Project config {project_config_path(root)}", _scoped(project, "project")),
         ("Environment (ANVIL_* variables)", env_layer(env)),
         ("Command line", {k: v for k, v in (flags or {}).items() if v is not None}),
@@ -291,21 +303,40 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None, environ: dict
         merged = candidate
     settings = Settings.model_validate(merged)
     settings._project_trust = TrustDecision(trusted, None if trust is True else check.digest)
+    if trusted and (settings.import_claude_hooks or settings.import_mcp_json):
+        _apply_imports(settings, read_imports(root, settings.model_dump(include=set(IMPORT_KEYS))))
     return settings
+
+
+def _apply_imports(settings: Settings, imported: Imported) -> None:
+    """Claude Code's hooks after anvil's own, and the .mcp.json servers anvil's config does not name."""
+    hooks = settings.hooks.model_dump(exclude_defaults=True)
+    for event, entries in imported.hooks.items():
+        hooks[event] = [*hooks.get(event, []), *entries]
+    settings.hooks = HooksConfig.model_validate(hooks)
+    settings.mcp_servers = {**{name: McpServerConfig.model_validate(table)
+                               for name, table in imported.mcp_servers.items()}, **settings.mcp_servers}
+    settings._import_notes = imported.notes
 
 
 def trust_store() -> TrustStore:
     return TrustStore(data_dir() / "trusted.json")
 
 
-def project_trust(root: Path, config: dict[str, Any] | None = None) -> ProjectTrust:
+def project_trust(root: Path, config: dict[str, Any] | None = None, *,
+                  imports: dict[str, bool] | None = None) -> ProjectTrust:
     """What the project's configuration would run or change (its config.toml, the allow rules of its
-    permissions.toml, its agent files that may change things) and whether the person trusted exactly that.
-    ``config``: the project's config.toml as already read, so the check and the settings see the same text."""
+    permissions.toml, its agent files that may change things, the files it imports from other tools) and
+    whether the person trusted exactly that. ``config``: the project's config.toml as already read, so the
+    check and the settings see the same text; ``imports``: which imports are on (read from the configs and
+    the environment when not given)."""
     root = root.resolve()
-    risky = split_layer(read_toml(project_config_path(root)) if config is None else config)[1]
+    config = read_toml(project_config_path(root)) if config is None else config
+    risky = split_layer(config)[1]
     saved = _read_rules_file(permission_files(root)["project"]).allow
-    return assess(root, risky, saved, _agents_that_change_things(root), trust_store())
+    flags = imports if imports is not None else import_flags([read_toml(user_config_path()), config], os.environ)
+    return assess(root, risky, saved, _agents_that_change_things(root), trust_store(),
+                  imported=read_imports(root, flags).content())
 
 
 def _agents_that_change_things(root: Path) -> dict[str, str]:

@@ -252,15 +252,21 @@ class TrustStore:
 
 
 def assess(root: Path, risky_config: dict[str, Any], saved_allow: list[str], agents: dict[str, str],
-           store: TrustStore) -> ProjectTrust:
+           store: TrustStore, imported: dict[str, dict[str, Any]] | None = None) -> ProjectTrust:
     """``risky_config``: the risky part of ``.anvil/config.toml``; ``saved_allow``: the allow rules of
     ``.anvil/permissions.toml``; ``agents``: the text of each ``.anvil/agents/*.md`` whose agent may change
-    things, by file name."""
+    things, by file name; ``imported``: by file (``.mcp.json``), the settings another tool's file adds, as
+    anvil's config would write them."""
     items = describe(risky_config)
     items += [RiskyItem(".anvil/permissions.toml", f"`{p}` runs without asking") for p in saved_allow]
     items += [RiskyItem(f".anvil/agents/{file}", "a sub-agent that may use tools that change files or run "
                         "commands") for file in agents]
-    digest = digest_of({"config": risky_config, "permissions.toml": saved_allow, "agents": agents})
+    for file, settings in (imported or {}).items():
+        items += [RiskyItem(file, item.text) for item in describe(settings)]
+    content: dict[str, Any] = {"config": risky_config, "permissions.toml": saved_allow, "agents": agents}
+    if imported:  # only when there is some, so the digests of folders trusted before stay the same
+        content["imported"] = imported
+    digest = digest_of(content)
     known = store.digest(root)
     return ProjectTrust(root, tuple(items), digest, remembered=known == digest,
                         changed=known is not None and known != digest)

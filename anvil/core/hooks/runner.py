@@ -1,22 +1,19 @@
 """Hooks: the person's shell commands, run at points of a session, that can watch and steer it.
 
-Config (a ``[hooks]`` table in the settings, :class:`HooksConfig`)::
+Which hooks run where is configured in ``[hooks]`` (:mod:`anvil.core.hooks.config`). Every hook gets a JSON
+object on stdin: ``hook_event_name``, ``session_id``, ``cwd`` (the project root), ``transcript_path`` (anvil's
+session file), ``permission_mode`` (Claude Code's word for the approval mode; ``approval_mode`` is anvil's),
+plus the event's payload (see the per-event methods of :class:`HookRunner`). Names are given both ways:
+``anvil_hook_event_name`` (pre_tool_use) and ``claude_hook_event_name`` (PreToolUse), ``anvil_tool_name``
+(run_command) and ``claude_tool_name`` (Bash); ``hook_event_name`` and ``tool_name`` follow the hook's dialect
+(:mod:`anvil.core.hooks.claude`). ``tool_input`` has Claude Code's absolute ``file_path`` beside ``path``, and
+the call's id is both ``tool_call_id`` and ``tool_use_id``. The hook runs through bash in the project root, in
+its own process group (:mod:`anvil.core.hooks.process`), with ``ANVIL_PROJECT_DIR``, ``CLAUDE_PROJECT_DIR``,
+``ANVIL_SESSION_ID`` and ``ANVIL_HOOK_EVENT`` in its environment. Hooks of one event run in config order; the
+first that blocks ends the run. What a hook's exit says:
 
-    [[hooks.pre_tool_use]]
-    matcher = "edit_file|write_file|multi_edit"   # tool name: glob, or regex matching the whole name; omitted = all
-    command = "python3 .anvil/hooks/block_secrets.py"
-    timeout = 10                                   # seconds, default 30; the process group is killed after it
-
-Every hook gets a JSON object on stdin: ``hook_event_name``, ``session_id``, ``cwd`` (the project root), plus
-the event's payload (see the per-event methods of :class:`HookRunner`). It runs through bash in the project root,
-in its own process group (:mod:`anvil.core.hooks.process`), with ``ANVIL_PROJECT_DIR``, ``ANVIL_SESSION_ID`` and
-``ANVIL_HOOK_EVENT`` in its environment. Hooks of one event run in config order; the first that blocks ends the
-run. What a hook's exit says:
-
-- ``0``: fine. Stdout may be a JSON object: ``decision`` ("approve"/"deny" for pre_tool_use, "block" for
-  user_prompt_submit/stop/post_tool_use), ``reason``, ``updated_input`` (pre_tool_use: the tool's new arguments,
-  seen by later hooks too), ``additional_context`` (text for the model), ``system_message`` (text for the
-  person). Plain stdout is context for the model on ``session_start`` and ``user_prompt_submit``, ignored elsewhere.
+- ``0``: fine. Stdout may be a JSON object (anvil's fields or Claude Code's: :mod:`anvil.core.hooks.outcome`).
+  Plain stdout is context for the model on ``session_start`` and ``user_prompt_submit``, ignored elsewhere.
 - ``2``: block. pre_tool_use: the call is refused and stderr goes to the model; user_prompt_submit: the prompt is
   dropped and stderr shown to the person; stop: the model goes on, with stderr as the reason (at most
   :data:`MAX_STOP_CONTINUATIONS` times in a row, so two hooks cannot loop forever); post_tool_use: stderr goes to
@@ -38,126 +35,41 @@ How the agent calls it (every method returns a :class:`HookOutcome`, at once whe
     await hooks.session_end(reason)                       # when the session closes
 
 Outcome fields: ``blocked`` + ``message`` (why; for the model, or the person on user_prompt_submit),
-``decision`` ("approve" = run without asking, but a hard-deny verdict still wins; "deny" comes with
-``blocked``), ``updated_input`` (re-validate with ``tool.Args`` before use), ``additional_context`` (for the
-model: ``append_context(text, outcome.additional_context)`` marks it in the user message or tool output),
-``notices`` (emit each as a ``Notice`` event).
+``decision`` ("approve" = run without asking, but a hard-deny verdict or a question only the person may answer
+still wins; "ask" = ask the person even where rules allow it; "deny" comes with ``blocked``),
+``updated_input`` (re-validate with ``tool.Args`` before use), ``additional_context`` (for the model:
+``append_context(text, outcome.additional_context)`` marks it in the user message or tool output),
+``stop_turn`` + ``stop_reason`` (end the turn, telling the person why), ``notices`` (emit each as a
+``Notice`` event).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from anvil.core.hooks.claude import (
+    PERMISSION_MODES,
+    Dialect,
+    claude_event_name,
+    claude_tool_name,
+    with_file_path,
+)
+from anvil.core.hooks.config import HookCommand, HooksConfig, matcher_matches
+from anvil.core.hooks.outcome import BLOCKING_EVENTS, HookAnswer, HookOutcome
 from anvil.core.hooks.process import HookRun, run_hook_process
 from anvil.core.process_groups import NONINTERACTIVE_ENV, describe_exit
 
-HookEvent = Literal["session_start", "user_prompt_submit", "pre_tool_use", "post_tool_use", "pre_compact", "stop",
-                    "session_end", "notification"]
-HOOK_EVENTS: tuple[str, ...] = get_args(HookEvent)
-BLOCKING_EVENTS = frozenset({"user_prompt_submit", "pre_tool_use", "stop"})
 #: events whose plain (non-JSON) stdout is context for the model, as in Claude Code
 STDOUT_CONTEXT_EVENTS = frozenset({"session_start", "user_prompt_submit"})
 BLOCK_EXIT = 2
 #: stop hooks may keep a turn going this many times in a row; then the turn ends, so hooks cannot loop forever
 MAX_STOP_CONTINUATIONS = 3
-#: characters of context one hook may add; a chatty hook must not fill the model's context
-CONTEXT_LIMIT = 10_000
 #: characters of a tool's output passed to post_tool_use hooks
 PAYLOAD_OUTPUT_LIMIT = 100_000
-# Claude Code spells the JSON fields in camelCase; accepting both lets people reuse their hook scripts.
-_ALIASES = {"updatedInput": "updated_input", "additionalContext": "additional_context",
-            "systemMessage": "system_message"}
-
-
-class HookCommand(BaseModel):
-    """One hook: a shell command run at an event."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    command: str = Field(min_length=1)
-    """Shell command, run by bash in the project root with the event as JSON on stdin."""
-    matcher: str | None = None
-    """Which tools (tool events) or sources (session_start: startup/resume; pre_compact: auto/manual) it runs for:
-    a glob (``mcp__github__*``) or a regex matching the whole name (``edit_file|write_file``). Omitted: all."""
-    timeout: float = Field(30.0, gt=0, le=3600)
-    """Seconds the hook may run before its process group is killed and a notice reports it."""
-
-
-class HooksConfig(BaseModel):
-    """Hooks by event; each event's hooks run in order."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    session_start: list[HookCommand] = Field(default_factory=list)
-    """When a session starts or resumes; stdout is context for the model."""
-    user_prompt_submit: list[HookCommand] = Field(default_factory=list)
-    """Before a prompt reaches the model; may add context, or block it with exit 2."""
-    pre_tool_use: list[HookCommand] = Field(default_factory=list)
-    """Before a tool call; may approve, deny (exit 2) or rewrite its input."""
-    post_tool_use: list[HookCommand] = Field(default_factory=list)
-    """After a tool call; may add a note for the model (formatters, linters)."""
-    pre_compact: list[HookCommand] = Field(default_factory=list)
-    """Before the history is compacted."""
-    stop: list[HookCommand] = Field(default_factory=list)
-    """When the model ends its turn; exit 2 asks it to go on, with stderr as the reason."""
-    session_end: list[HookCommand] = Field(default_factory=list)
-    """When the session closes."""
-    notification: list[HookCommand] = Field(default_factory=list)
-    """When anvil waits for the person (an approval, a question)."""
-
-    def for_event(self, event: str) -> list[HookCommand]:
-        if event not in HOOK_EVENTS:
-            raise ValueError(f"unknown hook event {event!r}; expected one of {', '.join(HOOK_EVENTS)}")
-        hooks: list[HookCommand] = getattr(self, event)
-        return hooks
-
-
-def matcher_matches(matcher: str | None, subject: str | None) -> bool:
-    """A glob or a whole-name regex; no matcher, ``*``, or an event without a subject matches everything."""
-    pattern = (matcher or "").strip()
-    if not pattern or pattern == "*" or subject is None:
-        return True
-    if fnmatchcase(subject, pattern):
-        return True
-    try:
-        return re.fullmatch(pattern, subject) is not None
-    except re.error:  # a glob such as "*_file" is not a valid regex: the glob test above was the one that counts
-        return False
-
-
-@dataclass
-class HookOutcome:
-    """What the hooks of one event decided. Empty (nothing blocked, nothing added) when none ran."""
-
-    blocked: bool = False
-    #: why it was blocked: for the model (pre_tool_use, stop) or the person (user_prompt_submit)
-    message: str = ""
-    decision: Literal["approve", "deny"] | None = None
-    updated_input: dict[str, Any] | None = None
-    additional_context: str = ""
-    #: for the person: hook failures, timeouts, and hooks' system_message
-    notices: list[str] = field(default_factory=list)
-    ran: int = 0
-
-    def add_context(self, text: str) -> None:
-        text = text.strip()
-        if len(text) > CONTEXT_LIMIT:
-            text = text[:CONTEXT_LIMIT] + f"\n[hook context cut at {CONTEXT_LIMIT} characters]"
-        if text:
-            self.additional_context = f"{self.additional_context}\n\n{text}" if self.additional_context else text
-
-
-def append_context(text: str, context: str) -> str:
-    """``text`` (a prompt, a tool's output) with hook context after it, marked so the model knows its source."""
-    return f"{text}\n\n<hook-context>\n{context}\n</hook-context>" if context.strip() else text
 
 
 def _label(event: str, hook: HookCommand) -> str:
@@ -174,10 +86,14 @@ class HookRunner:
     """Runs the configured hooks of a session. Cheap when none are configured: nothing is spawned."""
 
     def __init__(self, config: HooksConfig | None, root: Path, session_id: str,
-                 environ: dict[str, str] | None = None) -> None:
+                 environ: dict[str, str] | None = None, *, transcript_path: Path | None = None,
+                 mode: Callable[[], str] | None = None) -> None:
+        """``transcript_path``: the session file; ``mode``: the approval mode now (both go to every hook)."""
         self.config = config or HooksConfig()
         self.root = root.resolve()
         self.session_id = session_id
+        self.transcript_path = transcript_path
+        self._mode = mode or (lambda: "ask")
         self._environ = dict(os.environ if environ is None else environ)
         self._stop_continuations = 0
 
@@ -191,6 +107,19 @@ class HookRunner:
                    CLAUDE_PROJECT_DIR=str(self.root))  # so hooks written for Claude Code find the project
         return env
 
+    def _common(self, event: str) -> dict[str, Any]:
+        mode = self._mode()
+        return {"session_id": self.session_id, "cwd": str(self.root),
+                "transcript_path": str(self.transcript_path) if self.transcript_path else "",
+                "permission_mode": PERMISSION_MODES.get(mode, mode), "approval_mode": mode,
+                "anvil_hook_event_name": event, "claude_hook_event_name": claude_event_name(event)}
+
+    def _stdin(self, data: dict[str, Any], event: str, dialect: Dialect) -> bytes:
+        said = {"hook_event_name": event if dialect == "anvil" else claude_event_name(event), **data}
+        if "anvil_tool_name" in data:
+            said["tool_name"] = data["anvil_tool_name"] if dialect == "anvil" else data["claude_tool_name"]
+        return json.dumps(said, ensure_ascii=False, default=str).encode("utf-8")
+
     async def run(self, event: str, payload: dict[str, Any] | None = None, *,
                   subject: str | None = None) -> HookOutcome:
         """Run ``event``'s hooks whose matcher accepts ``subject`` (the tool name for tool events)."""
@@ -200,16 +129,17 @@ class HookRunner:
         outcome = HookOutcome()
         if not hooks:
             return outcome
-        data: dict[str, Any] = {"hook_event_name": event, "session_id": self.session_id, "cwd": str(self.root),
-                                **(payload or {})}
+        data: dict[str, Any] = {**self._common(event), **(payload or {})}
+        if "tool_input" in data:
+            data["tool_input"] = with_file_path(data["tool_input"], self.root)
         for hook in hooks:
-            stdin = json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+            stdin = self._stdin(data, event, hook.dialect)
             result = await run_hook_process(hook.command, stdin, self.root, self._env(event), hook.timeout)
             outcome.ran += 1
-            if self._interpret(event, hook, result, outcome):
+            if self._interpret(event, hook, result, outcome, data.get("tool_input")):
                 break
             if outcome.updated_input is not None and "tool_input" in data:
-                data["tool_input"] = outcome.updated_input  # later hooks check what will actually run
+                data["tool_input"] = with_file_path(outcome.updated_input, self.root)  # later hooks see what runs
         if event == "stop":
             self._bound_stop(outcome)
         return outcome
@@ -225,7 +155,8 @@ class HookRunner:
         else:
             self._stop_continuations += 1
 
-    def _interpret(self, event: str, hook: HookCommand, run: HookRun, outcome: HookOutcome) -> bool:
+    def _interpret(self, event: str, hook: HookCommand, run: HookRun, outcome: HookOutcome,
+                   tool_input: dict[str, Any] | None) -> bool:
         """Fold one hook's result into ``outcome``; True when it blocked (the remaining hooks are skipped)."""
         label = _label(event, hook)
         if run.error is not None:
@@ -239,7 +170,7 @@ class HookRunner:
         if run.exit_code == BLOCK_EXIT:
             reason = run.stderr.strip() or f"Blocked by the {label} (it gave no reason on stderr)."
             if event in BLOCKING_EVENTS:
-                return self._block(event, outcome, reason)
+                return outcome.block(event, reason)
             if event == "post_tool_use":  # the call already ran: the model should still hear the objection
                 outcome.add_context(reason)
             else:
@@ -251,14 +182,10 @@ class HookRunner:
             outcome.notices.append(f"The {label} failed ({describe_exit(run.exit_code)}"
                                    f"{': ' + detail if detail else ''}); anvil went on without it.")
             return False
-        return self._apply_stdout(event, label, run.stdout, outcome)
+        return self._apply_stdout(event, label, run.stdout, outcome, tool_input)
 
-    def _block(self, event: str, outcome: HookOutcome, reason: str) -> bool:
-        outcome.blocked, outcome.message = True, reason.strip()[:CONTEXT_LIMIT]
-        outcome.decision = "deny" if event == "pre_tool_use" else None
-        return True
-
-    def _apply_stdout(self, event: str, label: str, stdout: str, outcome: HookOutcome) -> bool:
+    def _apply_stdout(self, event: str, label: str, stdout: str, outcome: HookOutcome,
+                      tool_input: dict[str, Any] | None) -> bool:
         text = stdout.strip()
         if not text.startswith("{"):
             if event in STDOUT_CONTEXT_EVENTS:
@@ -270,33 +197,8 @@ class HookRunner:
             outcome.notices.append(f"The {label} printed invalid JSON ({exc.msg} at line {exc.lineno}); its "
                                    "output was ignored. Print one JSON object, or plain text.")
             return False
-        data = {_ALIASES.get(k, k): v for k, v in raw.items()}
-        reason = data.get("reason") if isinstance(data.get("reason"), str) else ""
-        if isinstance(data.get("system_message"), str) and data["system_message"].strip():
-            outcome.notices.append(data["system_message"].strip())
-        if isinstance(data.get("additional_context"), str):
-            outcome.add_context(data["additional_context"])
-        if "updated_input" in data:
-            if event != "pre_tool_use" or not isinstance(data["updated_input"], dict):
-                outcome.notices.append(f"The {label} sent updated_input, which only a pre_tool_use hook may send "
-                                       "and only as a JSON object of the tool's arguments; it was ignored.")
-            else:
-                outcome.updated_input = data["updated_input"]
-        decision = data.get("decision")
-        if decision is None:
-            return False
-        if event == "pre_tool_use" and decision in ("approve", "allow"):
-            outcome.decision = outcome.decision or "approve"
-            return False
-        if decision in ("deny", "block") and event in BLOCKING_EVENTS:
-            return self._block(event, outcome, reason or f"Blocked by the {label}.")
-        if decision in ("deny", "block") and event == "post_tool_use":
-            outcome.add_context(reason or f"The {label} objected to this call's result.")
-            return False
-        outcome.notices.append(f"The {label} sent decision {decision!r}, which {event} does not take; it was "
-                               "ignored. pre_tool_use takes approve/deny; user_prompt_submit, stop and "
-                               "post_tool_use take block.")
-        return False
+        original = {k: v for k, v in (tool_input or {}).items() if k != "file_path"} if tool_input else None
+        return HookAnswer(event, label, raw, original, self.root).apply(outcome)
 
     # -- one method per event, with its payload ---------------------------------------------------------
 
@@ -307,17 +209,22 @@ class HookRunner:
         return await self.run("user_prompt_submit", {"prompt": prompt})
 
     async def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any], call_id: str = "") -> HookOutcome:
-        return await self.run("pre_tool_use", {"tool_name": tool_name, "tool_input": tool_input,
-                                               "tool_call_id": call_id}, subject=tool_name)
+        return await self.run("pre_tool_use", {**_tool_names(tool_name), "tool_input": tool_input,
+                                               "tool_call_id": call_id, "tool_use_id": call_id}, subject=tool_name)
 
     async def post_tool_use(self, tool_name: str, tool_input: dict[str, Any], result: Any,
                             call_id: str = "") -> HookOutcome:
         """``result`` is a ToolResult (or anything with ok, output and summary)."""
         output = str(getattr(result, "output", ""))
-        tool_result = {"ok": bool(getattr(result, "ok", True)), "summary": str(getattr(result, "summary", "")),
+        ok = bool(getattr(result, "ok", True))
+        tool_result = {"ok": ok, "summary": str(getattr(result, "summary", "")),
                        "output": output[:PAYLOAD_OUTPUT_LIMIT], "truncated": len(output) > PAYLOAD_OUTPUT_LIMIT}
-        return await self.run("post_tool_use", {"tool_name": tool_name, "tool_input": tool_input,
-                                                "tool_call_id": call_id, "tool_result": tool_result},
+        response: dict[str, Any] = {"success": ok, "output": tool_result["output"]}
+        if isinstance(tool_input.get("path"), str):
+            response["filePath"] = str((self.root / tool_input["path"]).resolve(strict=False))
+        return await self.run("post_tool_use", {**_tool_names(tool_name), "tool_input": tool_input,
+                                                "tool_call_id": call_id, "tool_use_id": call_id,
+                                                "tool_result": tool_result, "tool_response": response},
                               subject=tool_name)
 
     async def pre_compact(self, trigger: str = "auto", instructions: str | None = None) -> HookOutcome:
@@ -333,3 +240,7 @@ class HookRunner:
 
     async def notification(self, message: str) -> HookOutcome:
         return await self.run("notification", {"message": message})
+
+
+def _tool_names(name: str) -> dict[str, str]:
+    return {"anvil_tool_name": name, "claude_tool_name": claude_tool_name(name)}

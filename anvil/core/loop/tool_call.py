@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,8 @@ from anvil.core.events import (
     ToolCall,
     ToolCallStarted,
 )
-from anvil.core.hooks.runner import HookRunner, append_context
+from anvil.core.hooks.outcome import HookOutcome, append_context
+from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop.failure import one_line, report
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.policy.approval import ApprovalPolicy
@@ -46,6 +48,10 @@ class CallOutcome:
     phase: str
     result: ToolResult = field(default_factory=lambda: ToolResult("The call did not run.", ok=False))
     started: float = field(default_factory=time.monotonic)
+    #: what hooks added for the model (pre_tool_use and post_tool_use), appended to the result's output
+    hook_context: str = ""
+    #: a hook answered continue: false: the turn ends after this call, and this says why
+    stop_reason: str | None = None
 
     @property
     def tool(self) -> Tool | None:
@@ -122,10 +128,10 @@ class ToolCaller:
                                         "happening.", ok=False, summary="internal error")
         if self.hooks is not None and not self.interrupt.is_set():
             post = await self.hooks.post_tool_use(call.name, outcome.prepared.raw_args, outcome.result, call.id)
-            for notice in post.notices:
-                yield self.record(Notice(notice))
-            if post.additional_context:
-                outcome.result.output = append_context(outcome.result.output, post.additional_context)
+            async for event in self._hook_said(post, outcome):
+                yield event
+        if outcome.hook_context:
+            outcome.result.output = append_context(outcome.result.output, outcome.hook_context)
         for event in self.pending:
             yield self.record(event)
         self.pending.clear()
@@ -135,8 +141,8 @@ class ToolCaller:
         call = outcome.call
         pre = await self.hooks.pre_tool_use(call.name, outcome.prepared.raw_args, call.id) if self.hooks else None
         if pre is not None:
-            for notice in pre.notices:
-                yield self.record(Notice(notice))
+            async for event in self._hook_said(pre, outcome):
+                yield event
             if pre.updated_input is not None:
                 outcome.prepared = _revalidate(tool, pre.updated_input, outcome.prepared)
             if pre.blocked:
@@ -145,9 +151,7 @@ class ToolCaller:
         if outcome.prepared.error is not None:
             outcome.result = ToolResult(outcome.prepared.error, ok=False, summary="invalid input from hook")
             return
-        verdict = self.policy.evaluate(tool, outcome.prepared.args, self.ctx)
-        if verdict.action == "ask" and not verdict.person_only and pre is not None and pre.decision == "approve":
-            verdict = Verdict("allow", by="hook")
+        verdict = with_hook_decision(self.policy.evaluate(tool, outcome.prepared.args, self.ctx), pre)
         decision = _Decision()
         async for event in self._decide(outcome, tool, verdict, decision):
             yield event
@@ -159,6 +163,16 @@ class ToolCaller:
             outcome.result = ToolResult(INTERRUPTED, ok=False, summary="interrupted")
         else:
             outcome.result = _denied(call.name, decision.answer)
+
+    async def _hook_said(self, said: HookOutcome, outcome: CallOutcome) -> AsyncIterator[Event]:
+        """A tool event's hooks: their notices, the context they add for the model, a request to end the turn."""
+        for notice in said.notices:
+            yield self.record(Notice(notice))
+        if said.additional_context:
+            outcome.hook_context = f"{outcome.hook_context}\n\n{said.additional_context}".strip()
+        if said.stop_turn and outcome.stop_reason is None:
+            outcome.stop_reason = said.stop_reason
+            yield self.record(Notice(f"A hook ended the turn after {outcome.call.name}: {said.stop_reason}"))
 
     async def _decide(self, outcome: CallOutcome, tool: Tool, verdict: Verdict,
                       decision: _Decision) -> AsyncIterator[Event]:
@@ -235,6 +249,23 @@ def _denied(name: str, decision: ApprovalDecision) -> ToolResult:
     if decision.by == "user" and decision.message:
         text += f" Their message: {decision.message}"
     return ToolResult(text or f"The {name} call was refused.", ok=False, summary="denied")
+
+
+def with_hook_decision(verdict: Verdict, pre: HookOutcome | None) -> Verdict:
+    """The policy's verdict after the pre_tool_use hooks' decision. A hook's allow answers the policy's question,
+    never one only the person may answer (a protected path, a run outside the sandbox), and never overrides a
+    deny; a hook's ask puts a call the rules allow before the person."""
+    if pre is None or pre.decision is None:
+        return verdict
+    reason = pre.decision_reason
+    if pre.decision == "approve" and verdict.action == "ask" and not verdict.person_only:
+        return Verdict("allow", by="hook", message=reason)
+    if pre.decision == "ask" and verdict.action != "deny":
+        why = "A pre_tool_use hook asks you to confirm this call" + (f": {reason}" if reason else ".")
+        if verdict.action == "ask":
+            return dataclasses.replace(verdict, reasons=(*verdict.reasons, why))
+        return Verdict("ask", by="hook", reasons=(why,), cwd=verdict.cwd)
+    return verdict
 
 
 def _revalidate(tool: Tool, raw: dict[str, Any], prepared: PreparedCall) -> PreparedCall:

@@ -12,14 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from anvil.core.hooks.runner import (
-    MAX_STOP_CONTINUATIONS,
-    HookCommand,
-    HookRunner,
-    HooksConfig,
-    append_context,
-    matcher_matches,
-)
+from anvil.core.hooks.config import HookCommand, HooksConfig, matcher_matches
+from anvil.core.hooks.outcome import append_context
+from anvil.core.hooks.runner import MAX_STOP_CONTINUATIONS, HookRunner
 from anvil.core.tools.base import ToolResult
 
 REPO = Path(__file__).resolve().parents[3]
@@ -66,7 +61,8 @@ async def test_hook_receives_event_json_and_environment(project: Path, tmp_path:
     seen = json.loads(out.read_text())
     assert seen["hook_event_name"] == "pre_tool_use"
     assert seen["session_id"] == "sess-1" and seen["cwd"] == str(project.resolve())
-    assert seen["tool_name"] == "edit_file" and seen["tool_input"] == {"path": "a.py", "old_string": "x"}
+    assert seen["tool_name"] == "edit_file" and seen["tool_input"] == {
+        "path": "a.py", "old_string": "x", "file_path": str(project.resolve() / "a.py")}
     assert seen["tool_call_id"] == "call-7"
     assert seen["env"] == {"ANVIL_PROJECT_DIR": str(project.resolve()), "ANVIL_SESSION_ID": "sess-1",
                            "ANVIL_HOOK_EVENT": "pre_tool_use"}

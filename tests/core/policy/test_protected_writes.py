@@ -13,7 +13,7 @@ import pytest
 
 from anvil.config import load_settings, user_config_dir
 from anvil.core.events import ApprovalDecision, ApprovalRequested, ToolResultEvent
-from anvil.core.hooks.runner import HooksConfig
+from anvil.core.hooks.config import HooksConfig
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy, Mode
 from anvil.core.tools.base import Tool, ToolContext, ToolSettings

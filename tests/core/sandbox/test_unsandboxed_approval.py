@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from anvil.core.events import ApprovalDecision, ApprovalRequested, ToolResultEvent
-from anvil.core.hooks.runner import HookRunner, HooksConfig
+from anvil.core.hooks.config import HooksConfig
+from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import UNSANDBOXED_HEADLESS, ApprovalPolicy
