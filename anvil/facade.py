@@ -316,3 +316,18 @@ class SessionFacade:
         if self._runtime.mcp is None:
             return text, []
         return await self._runtime.mcp.attach_resources(text)
+
+    def mcp_prompt_commands(self) -> list[tuple[str, str]]:
+        """(command, help) for the prompts of the ready MCP servers: ``/mcp__server__prompt``."""
+        return self._runtime.mcp.prompt_commands() if self._runtime.mcp is not None else []
+
+    async def mcp_prompt(self, command: str, arguments: str) -> str:
+        """The text ``/command arguments`` sends; raises ValueError with a message for the person."""
+        from anvil.core.tools.errors import ToolError
+
+        if self._runtime.mcp is None:
+            raise ValueError(f"/{command}: no MCP servers are configured.")
+        try:
+            return await self._runtime.mcp.prompt_text(command, arguments)
+        except ToolError as exc:
+            raise ValueError(str(exc)) from None

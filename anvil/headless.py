@@ -46,6 +46,7 @@ from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
 from anvil.facade import SessionFacade
 from anvil.frontend.lines import describe
+from anvil.frontend.prompt import prepare_prompt, prompt_turn
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -227,7 +228,7 @@ def user_message(line: str) -> tuple[str | None, str | None]:
 
 async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
     run = _Run()
-    async for event in session.submit(prompt):
+    async for event in prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
             event.answer(headless_denial(event.reasons))
         output.event(event)

@@ -24,10 +24,10 @@ from anvil.config import (
     user_config_dir,
 )
 from anvil.core.events import TodoItem
-from anvil.core.hooks.runner import HOOK_EVENTS, HookRunner
+from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop.agent import Agent
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
-from anvil.core.mcp.client import McpManager
+from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
 from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.model.protocol import Model, Reasoning
@@ -85,7 +85,8 @@ class Runtime:
             started = await self.hooks.session_start("resume" if self.resumed else "startup")
             notices += started.notices
             if started.additional_context:  # what the hook knows joins the system prompt, for every turn
-                self.agent.messages[0]["content"] += "\n\n# From a session_start hook\n\n" + started.additional_context
+                self.agent.set_system_section("session_start", "# From a session_start hook\n\n"
+                                              + started.additional_context)
         if self.mcp is not None and self.mcp.servers:
             await self.mcp.start()
             if wait_for_mcp:
@@ -169,7 +170,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     tighten_tree(data_dir())  # 0700/0600, also for what an older anvil wrote; cheap after the first start
     masker = secret_masker(settings)
     store = SessionStore(data_dir(), root, masker)
-    warnings: list[str] = []
+    warnings: list[str] = settings.import_notes  # what .claude/settings.json or .mcp.json could not give
     state: SessionState | None = None
     session: Session | None = None
     if resume:
@@ -208,7 +209,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     policy = _TrustKeepingPolicy(settings, root, rule_lists=permission_rules(settings, root),
                                  files=permission_files(root), ask_edits=settings.ask_edits, mode=settings.mode)
     attach_policy(ctx, policy)  # exit_plan_mode switches the mode back when a plan is approved
-    hooks = HookRunner(settings.hooks, root, session.id) if _any_hooks(settings) else None
+    hooks = HookRunner(settings.hooks, root, session.id, transcript_path=session.path,
+                       mode=lambda: policy.mode) if settings.hooks.any() else None
     agent = Agent(model, tools, ctx, system_prompt=system_prompt, policy=policy, session=session,
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
@@ -224,7 +226,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if settings.mcp_servers:
         runtime.mcp = McpManager(settings.mcp_servers, root, log_dir=data_dir() / "mcp",
                                  on_message=lambda message: runtime.notify(message),
-                                 on_change=lambda: runtime.mcp and runtime.mcp.sync_registry(tools))
+                                 on_change=lambda: _mcp_changed(runtime))
     if state is not None:
         agent.turn = state.turns
         agent.usage.restore({**vars(state), "cost": state.total_cost})
@@ -273,10 +275,15 @@ def secret_masker(settings: Settings, environ: dict[str, str] | None = None) -> 
     return masker
 
 
-def _any_hooks(settings: Settings) -> bool:
-    return any(settings.hooks.for_event(event) for event in HOOK_EVENTS)
 
 
 def _add_usage(agent: Agent, usage: dict[str, Any]) -> None:
     """A sub-agent's tokens and cost count in the session's totals."""
     agent.usage.merge(usage)
+
+
+def _mcp_changed(runtime: Runtime) -> None:
+    """A server became ready, failed or changed its tools: the registry and its instructions follow."""
+    if runtime.mcp is not None:
+        runtime.mcp.sync_registry(runtime.agent.tools)
+        runtime.agent.set_system_section("mcp", runtime.mcp.instructions_text())

@@ -51,6 +51,9 @@ class InstantModel:
     def context_window(self) -> int:
         return 200_000
 
+    def accepts_images(self) -> bool:
+        return False
+
     def preflight(self) -> None:
         return None
 

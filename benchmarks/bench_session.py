@@ -181,6 +181,9 @@ class LoopModel:
     def context_window(self) -> int:
         return self.window
 
+    def accepts_images(self) -> bool:
+        return False
+
     def preflight(self) -> None:
         return None
 

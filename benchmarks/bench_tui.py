@@ -92,6 +92,9 @@ class PacedModel:
     def context_window(self) -> int:
         return 200_000
 
+    def accepts_images(self) -> bool:
+        return False
+
     def preflight(self) -> None:
         return None
 

@@ -197,6 +197,18 @@ class ToolResultEvent(Event):
 
 
 @dataclass(frozen=True)
+class ToolProgress(Event):
+    """How far a long tool call has got, as its MCP server reports it."""
+
+    type: ClassVar[str] = "tool_progress"
+    call_id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class TodoItem:
     content: str
     status: Literal["pending", "in_progress", "completed", "cancelled"]

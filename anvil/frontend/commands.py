@@ -33,6 +33,8 @@ ALIASES = {"quit": "exit", "q": "exit", "new": "clear", "?": "help"}
 REASONING_WORDS = ("off", "low", "medium", "high")
 #: commands only one front end has, and what the others say about them
 ONLY_IN = {"theme": "/theme is only in the full-screen app (`anvil` without --plain): themes colour its widgets."}
+#: slash commands with this prefix run an MCP server's prompt
+MCP_PROMPT_PREFIX = "mcp__"
 
 
 # -- the command set ------------------------------------------------------------------------------------
@@ -97,6 +99,8 @@ async def run_command(line: str, *, session: SessionFacade | None, commands: Com
     command = commands.find(name)
     if command is None and name.lower() in ONLY_IN:
         return [Show(ONLY_IN[name.lower()])]
+    if command is None and name.startswith(MCP_PROMPT_PREFIX):
+        return await mcp_prompt(session, name, arg.strip(), busy=busy)
     if command is None:
         guess = commands.closest(name.lower())
         hint = f" Did you mean /{guess}?" if guess else ""
@@ -110,6 +114,28 @@ async def run_command(line: str, *, session: SessionFacade | None, commands: Com
         return await command.handler(CommandContext(session, commands, keys_help), arg.strip())  # type: ignore[arg-type]
     except Exception as exc:
         return [Show(f"/{command.name} failed: {type(exc).__name__}: {exc}", "error")]
+
+
+def command_completions(commands: CommandSet, session: SessionFacade | None) -> list[tuple[str, str]]:
+    """What a completion menu offers after ``/``: the front end's commands, then the MCP servers' prompts."""
+    return [*commands.completions(), *(session.mcp_prompt_commands() if session is not None else [])]
+
+
+async def mcp_prompt(session: SessionFacade | None, name: str, arg: str, *, busy: bool = False) -> Reply:
+    """``/mcp__server__prompt args``: the server's prompt, sent as the person's next message."""
+    if session is None:
+        return [Show(NOT_STARTED)]
+    if busy:
+        return [Show(f"/{name} waits until the running turn ends (interrupt it to go on at once).")]
+    from anvil.frontend.prompt import Prompt, prompt_turn
+
+    try:
+        text = await session.mcp_prompt(name, arg)
+    except ValueError as exc:
+        return [Show(str(exc), "error")]
+    lines = text.strip().splitlines()
+    preview = lines[0][:100] + (" …" if len(lines) > 1 or len(lines[0]) > 100 else "")
+    return [Show(f"/{name}: {preview}"), RunEvents(prompt_turn(session, Prompt(text, text)))]
 
 
 # -- the shared commands --------------------------------------------------------------------------------
@@ -204,12 +230,17 @@ async def _think(ctx: CommandContext, arg: str) -> Reply:
 async def _mcp(ctx: CommandContext, arg: str) -> Reply:
     servers = ctx.session.mcp_status()
     if not servers:
-        return [Show("No MCP servers configured. Add them under [mcp_servers.NAME] in .anvil/config.toml.")]
+        return [Show("No MCP servers configured. Add them under [mcp_servers.NAME] in .anvil/config.toml, or set "
+                     "import_mcp_json = true to use the project's .mcp.json.")]
     reply: Reply = []
     for server in servers:
         tools = ", ".join(server.tools) if server.tools else "no tools"
         error = f" — {server.error}" if server.error else ""
-        reply.append(Show(f"{server.name} ({server.transport}): {server.state}{error}. Tools: {tools}"))
+        prompts = f" Prompts: {', '.join('/' + p for p in server.prompts)}." if server.prompts else ""
+        skipped = (f" Left out, as they only run as tasks (anvil does not run tasks): {', '.join(server.skipped)}."
+                   if server.skipped else "")
+        reply.append(Show(f"{server.name} ({server.transport}): {server.state}{error}. Tools: {tools}.{prompts}"
+                          f"{skipped}"))
     return reply
 
 

@@ -21,6 +21,7 @@ from anvil.core.events import (
     Notice,
     Retrying,
     TodoItem,
+    ToolProgress,
     TurnEnded,
 )
 
@@ -63,6 +64,15 @@ def thought_text(reasoning: str, *, done: bool = True) -> str:
     """The label of the model's reasoning, shown collapsed: how long it is, and whether it is still coming."""
     words = len(reasoning.split())
     return f"Thought ({words:,} words)" if done else f"Thinking… ({words:,} words)"
+
+
+def progress_text(event: ToolProgress, label: str | None = None) -> str:
+    """How far a long call has got: ``Counting: 3/10 (30%) · step 3``; ``label`` names the call (its phase)."""
+    done = f"{event.progress:g}"
+    if event.total:
+        done += f"/{event.total:g} ({min(event.progress / event.total, 1):.0%})"
+    message = f" · {short(event.message, 60)}" if event.message.strip() else ""
+    return f"{label or event.name}: {done}{message}"
 
 
 def retrying_text(event: Retrying) -> str:

@@ -45,15 +45,16 @@ from anvil.core.events import (
     TextDelta,
     TodosChanged,
     ToolCallStarted,
+    ToolProgress,
     ToolResultEvent,
     UsageReport,
 )
 from anvil.core.loop.failure import report
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.facade import SessionFacade
-from anvil.frontend.commands import COMMANDS
+from anvil.frontend.commands import COMMANDS, command_completions
 from anvil.frontend.guard import guarded, show_each
-from anvil.frontend.lines import answered_text
+from anvil.frontend.lines import answered_text, progress_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
 from anvil.plain.commands import run_slash, show_session
 from anvil.plain.input import KeyReader, PlainCompleter
@@ -87,11 +88,12 @@ class PlainRepl:
         self._open_call: str | None = None  # a tool call whose line waits for its ✓ / ✗
         self._streamed = False
         self._reasoning: list[str] = []  # reasoning streaming now: one dim line once it is over
+        self._last_progress = ""
         self._todos: TodosChanged | None = None  # a new todo list, shown once the running call's line is done
         history = data_dir() / "plain_history"
         with contextlib.suppress(OSError):  # a read-only home must not stop the REPL; history is then lost
             history.parent.mkdir(parents=True, exist_ok=True)
-        completer = PlainCompleter(runtime.root, COMMANDS.completions)
+        completer = PlainCompleter(runtime.root, lambda: command_completions(COMMANDS, self.session))
         self.prompt = PromptSession[str](
             history=FileHistory(str(history)), completer=ThreadedCompleter(completer), complete_while_typing=True,
             key_bindings=self._bindings(), bottom_toolbar=self._toolbar, style=STYLE, input=self.input,
@@ -268,6 +270,8 @@ class PlainRepl:
                 self._open_call = event.call_id
             case ToolResultEvent():
                 self._tool_finished(event, nested)
+            case ToolProgress():
+                self._progress(event)
             case ApprovalRequested() | QuestionAsked() | PlanProposed():
                 await self.answer_request(event)
             case ApprovalAnswered():
@@ -299,6 +303,13 @@ class PlainRepl:
         if event.diff and not nested:
             self.write(diff_text(event.diff))
         self._show_todos()
+
+    def _progress(self, event: ToolProgress) -> None:
+        """A long call's progress, a line each time it says something new (the toolbar is hidden during a turn)."""
+        text = progress_text(event)
+        if text != self._last_progress:
+            self._last_progress = text
+            self._print_entry([("class:dim", f"  ⋯ {text}\n")])
 
     def _show_todos(self) -> None:
         if self._todos is not None:

@@ -24,7 +24,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.frontend.commands import resumed_text
+from anvil.frontend.commands import command_completions, resumed_text
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
@@ -103,7 +103,7 @@ class AnvilApp(App[int]):
             yield Transcript(id="transcript")
             yield TodoSidebar(id="todos")
         yield TodoSummary(id="todo-summary")
-        yield Composer(self.root, self.commands.commands.completions(), id="composer")
+        yield Composer(self.root, lambda: command_completions(self.commands.commands, self.session), id="composer")
         yield StatusBar(id="status")
 
     @property

@@ -151,6 +151,7 @@ class ToolEntry(Entry):
         self.call_id = event.call_id
         self.name_ = event.name
         self.tool_kind = event.kind
+        self.phase = event.phase
         self.arg = key_argument(event.name, event.args)
         self.status = "running"
         self.detail = ""

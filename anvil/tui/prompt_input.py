@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from textual import events, on
@@ -175,10 +175,13 @@ class Composer(Vertical):
 
     DEFAULT_CLASSES = "composer"
 
-    def __init__(self, root: Path | None, commands: Sequence[tuple[str, str]], *, id: str | None = None) -> None:
+    def __init__(self, root: Path | None, commands: Callable[[], Sequence[tuple[str, str]]], *,
+                 id: str | None = None) -> None:
+        """``commands``: the (name, help) pairs to complete after ``/``, asked for each time (MCP servers' prompts
+        come and go)."""
         super().__init__(id=id)
         self.root = root
-        self.commands = list(commands)
+        self._commands = commands
         self.files: list[str] | None = None
         self._loading = False
         self._token: tuple[int, int] | None = None  # (row, start column) of the token being completed
@@ -205,6 +208,10 @@ class Composer(Vertical):
     def hide_menu(self) -> None:
         self.menu.display = False
         self._token = None
+
+    @property
+    def commands(self) -> list[tuple[str, str]]:
+        return list(self._commands())
 
     def is_command(self, text: str) -> bool:
         return any(text == f"/{name}" for name, _ in self.commands)

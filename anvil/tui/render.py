@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from anvil.core import events as ev
 from anvil.core.subagents.task_tool import SubagentEvent
-from anvil.frontend.lines import answered_text, decision_text, describe
+from anvil.frontend.lines import answered_text, decision_text, describe, progress_text
 from anvil.tui.approval import ApprovalScreen
 from anvil.tui.questions import PlanScreen, QuestionScreen
 from anvil.tui.status import StatusBar
@@ -90,6 +90,9 @@ class TurnRenderer:
                 await self.question(event)
             case ev.ToolResultEvent():
                 self._tool_finished(event)
+            case ev.ToolProgress():
+                tool = self.host.transcript.tools.get(event.call_id)
+                status.update_state(phase=progress_text(event, tool.phase if tool is not None else None))
             case ev.ApprovalAnswered():
                 tool = self.host.transcript.tools.get(event.call_id)
                 text = answered_text(event)

@@ -161,7 +161,7 @@ async def start_session(session: SessionFacade, warm_up: WarmUp) -> list[str]:
     """Session hooks and MCP servers; returns the notices. The mcp package (about a second of imports that hold
     the GIL in stretches) is loaded first, in a pause of typing like the other steps."""
     if session.mcp_configured:
-        from anvil.core.mcp.client import import_mcp
+        from anvil.core.mcp.transport import import_mcp
 
         with contextlib.suppress(Exception):  # starting the servers imports it again and reports problems
             await warm_up.run("mcp", import_mcp)

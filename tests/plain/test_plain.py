@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import re
-import sys
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -412,12 +411,9 @@ async def test_compact_runs_the_engines_compaction(make_repl: Any) -> None:
 
 async def test_mcp_lists_servers_and_their_tools(make_repl: Any, tmp_path: Path) -> None:
     from anvil.core.mcp.config import McpServerConfig
-    from tests.core.mcp.test_mcp import SERVER
+    from tests.support.mcp_servers import demo_config
 
-    script = tmp_path / "server.py"
-    script.write_text(SERVER)
-    servers = {"demo": McpServerConfig(command=sys.executable, args=[str(script)]),
-               "broken": McpServerConfig(command=str(tmp_path / "no-such-server"))}
+    servers = {"demo": demo_config(), "broken": McpServerConfig(command=str(tmp_path / "no-such-server"))}
     repl = make_repl([], mcp_servers=servers)
     await repl.idle()
     assert repl.repl.runtime.mcp is not None

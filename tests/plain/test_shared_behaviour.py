@@ -1,18 +1,23 @@
 """What `anvil --plain` shares with the app, shown the same way: approvals that tell the truth, /mode, /undo,
-/resume and the one-line entries (tests/tui/test_shared_behaviour.py is the app's twin of this file)."""
+/resume, MCP prompts as slash commands, a long call's progress and the one-line entries
+(tests/tui/test_shared_behaviour.py is the app's twin of this file)."""
 
 from __future__ import annotations
 
+import asyncio
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
 
 from anvil.config import user_config_dir
-from anvil.core.events import ApprovalAnswered, Retrying
+from anvil.core.events import ApprovalAnswered, Retrying, ToolProgress
 from anvil.core.session.store import SessionError
 from tests.support.frontend_scripts import CD_THEN_TOUCH, PROTECTED_REASON, TOUCH, WRITE, WRITE_CONFIG, allow_cd
+from tests.support.mcp_servers import demo_config
 
 
 async def test_always_allow_names_the_files_rules_are_saved_to(make_repl: Any, project: Path) -> None:
@@ -86,3 +91,26 @@ async def test_one_liners_are_the_shared_ones(make_repl: Any) -> None:
     await repl.wait("↻ The provider is overloaded; retrying in 1.5s (attempt 1 of 3)")
     await repl.repl.show(ApprovalAnswered("c1", "run_command", False, "hard-deny", "Refused: it wipes the disk."))
     await repl.wait("refused by hard-deny: Refused: it wipes the disk.")
+
+
+async def test_an_mcp_prompt_is_a_slash_command_and_progress_shows_as_a_line(make_repl: Any) -> None:
+    repl = make_repl([{"text": "reviewed"}], mcp_servers={"demo": demo_config()})
+    session = repl.repl.session
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while not session.mcp_prompt_commands() and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    completer = repl.repl.prompt.completer.completer
+    offered = [(c.text, c.display_meta_text) for c in
+               completer.get_completions(Document("/mcp__demo__re"), CompleteEvent())]
+    assert offered == [("/mcp__demo__review", "Review a file.")]
+    await repl.prompt("/mcp__demo__review app.py")
+    await repl.wait("/mcp__demo__review: Review app.py for bugs.")
+    await repl.wait("reviewed")
+    assert repl.model.calls[0][-1]["content"] == "Review app.py for bugs."
+    await repl.prompt("/mcp__demo__review")
+    await repl.wait("✗ /mcp__demo__review needs file: /mcp__demo__review file=… [focus=…]")
+    await repl.idle()
+    await repl.repl.show(ToolProgress("c1", "mcp__demo__count", 2, 4, "step 2"))
+    await repl.wait("⋯ mcp__demo__count: 2/4 (50%) · step 2")
+    await repl.exit()

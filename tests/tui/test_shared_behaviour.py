@@ -1,5 +1,6 @@
 """What the app shares with `anvil --plain`, shown the same way: approvals that tell the truth, /mode, /undo,
-/resume and the one-line entries (tests/plain/test_shared_behaviour.py is the plain REPL's twin of this file)."""
+/resume, MCP prompts as slash commands, a long call's progress and the one-line entries
+(tests/plain/test_shared_behaviour.py is the plain REPL's twin of this file)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import pytest
 from textual.widgets import Button
 
 from anvil.config import user_config_dir
-from anvil.core.events import ApprovalAnswered, Retrying, ToolCallStarted
+from anvil.core.events import ApprovalAnswered, Retrying, ToolCallStarted, ToolProgress
 from anvil.core.session.store import SessionError
 from anvil.tui.approval import ApprovalScreen
 from anvil.tui.confirm import ConfirmScreen
+from anvil.tui.prompt_input import Composer
 from anvil.tui.transcript import LineEntry, ToolEntry
 from tests.support.frontend_scripts import CD_THEN_TOUCH, PROTECTED_REASON, TOUCH, WRITE, WRITE_CONFIG, allow_cd
+from tests.support.mcp_servers import demo_config
 from tests.tui.conftest import make_app, submit, wait_for
 
 SIZE = (120, 40)
@@ -129,3 +132,26 @@ async def test_one_liners_are_the_shared_ones(project: Path) -> None:
         await app.renderer.dispatch(ApprovalAnswered("c1", "run_command", False, "hard-deny", "Refused: it wipes."))
         await pilot.pause()
         assert app.transcript.query_one(ToolEntry).detail == "refused by hard-deny: Refused: it wipes."
+
+
+async def test_an_mcp_prompt_is_a_slash_command_and_progress_shows_in_the_status_bar(project: Path) -> None:
+    app = make_app(project, [{"text": "reviewed"}], mcp_servers={"demo": demo_config()})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.session is not None and app.session.mcp_prompt_commands(), timeout=30)
+        await pilot.press(*"/mcp__demo__re")
+        menu = app.query_one(Composer).menu
+        await wait_for(pilot, lambda: menu.display)
+        await pilot.press("tab")
+        assert app.prompt.text == "/mcp__demo__review "
+        await pilot.press(*"app.py", "enter")
+        await wait_for(pilot, lambda: not app.busy and app.runtime.agent.model.remaining == 0)  # type: ignore[union-attr]
+        sent = app.runtime.agent.model.calls[0][-1]["content"]  # type: ignore[union-attr]
+        assert sent == "Review app.py for bugs."
+        assert "/mcp__demo__review: Review app.py for bugs." in lines(app, "notice")
+        await submit(pilot, "/mcp__demo__review")
+        await wait_for(pilot, lambda: lines(app, "error")[-1:] == [
+            "/mcp__demo__review needs file: /mcp__demo__review file=… [focus=…]"])
+
+        await app.renderer.dispatch(ToolCallStarted("c1", "mcp__demo__count", {"steps": 4}, "demo: count"))
+        await app.renderer.dispatch(ToolProgress("c1", "mcp__demo__count", 2, 4, "step 2"))
+        assert app.status.state.phase == "demo: count: 2/4 (50%) · step 2"

@@ -8,7 +8,6 @@ came" does not depend on the machine's speed; nothing here times performance.
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -58,13 +57,9 @@ async def test_no_step_starts_while_keys_come_and_all_run_after_a_pause(project:
 
 async def test_mcp_is_loaded_in_a_pause_of_typing(project: Path, tmp_path: Path) -> None:
     from anvil.config import Settings
-    from anvil.core.mcp.config import McpServerConfig
-    from tests.core.mcp.test_mcp import SERVER
+    from tests.support.mcp_servers import demo_config
 
-    script = tmp_path / "server.py"
-    script.write_text(SERVER)
-    settings = Settings(model="scripted", mcp_servers={"demo": McpServerConfig(command=sys.executable,
-                                                                                args=[str(script)])})
+    settings = Settings(model="scripted", mcp_servers={"demo": demo_config()})
     app = typing_app(project, {}, idle=1.0, settings=settings)
     async with app.run_test(size=SIZE) as pilot:
         loop = asyncio.get_running_loop()

@@ -35,16 +35,18 @@ from anvil.core.events import (
     TurnStarted,
     UsageReport,
 )
-from anvil.core.hooks.runner import HookRunner, append_context
+from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop import cutoff
 from anvil.core.loop.compacting import Compacting
 from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import History
+from anvil.core.loop.images import image_message, image_note
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.loop.stages import StageTracker
 from anvil.core.loop.tool_call import ToolCaller
 from anvil.core.loop.turn import TurnState, changed_files
+from anvil.core.loop.turn_hooks import prompt_hooks, stop_hooks
 from anvil.core.loop.usage import UsageTotals
 from anvil.core.loop.verify import failure_message, report, run_checks
 from anvil.core.model.errors import ModelError
@@ -73,6 +75,8 @@ class Agent(Compacting):
         self.session = session
         self.max_iterations = max_iterations
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}, *(history or [])]
+        self._system_prompt = system_prompt
+        self._system_sections: dict[str, str] = {}
         self.history = History(self.messages, session)
         self.turn = 0
         self.usage = UsageTotals()
@@ -114,6 +118,14 @@ class Agent(Compacting):
         """Steering messages left over when a turn ended before another model call (the next turn's text)."""
         taken, self._steering = self._steering, []
         return taken
+
+    def set_system_section(self, key: str, text: str) -> None:
+        """Text after the system prompt, by source (a session_start hook's context, MCP servers' instructions);
+        empty text removes it. The prompt changes only when the text does, so the cached prefix stays."""
+        self._system_sections[key] = text
+        content = "\n\n".join([self._system_prompt, *(t for t in self._system_sections.values() if t)])
+        if self.messages[0]["content"] != content:
+            self.messages[0] = {"role": "system", "content": content}
 
     def set_model(self, model: Model) -> None:
         """Switch models between turns (/model); the gauge then measures against the new model's window."""
@@ -161,6 +173,7 @@ class Agent(Compacting):
         async for event in self._submit(turn):
             yield event
         if turn.over:  # a hook refused the prompt: nothing reaches the model or the history
+            yield self.history.record(TurnEnded(self.turn, turn.reason, 0, turn.message))
             return
         yield self._start(turn)
         while self._may_call_model(turn):
@@ -185,16 +198,8 @@ class Agent(Compacting):
 
     async def _submit(self, turn: TurnState) -> AsyncIterator[Event]:
         """``user_prompt_submit`` hooks: they may add context to the prompt, or refuse it (the turn is over)."""
-        if self.hooks is None:
-            return
-        submitted = await self.hooks.user_prompt_submit(turn.prompt)
-        for notice in submitted.notices:
-            yield Notice(notice)
-        if submitted.blocked:
-            yield ErrorEvent(f"A user_prompt_submit hook blocked this prompt: {submitted.message}", kind="hook")
-            turn.over = True
-            return
-        turn.prompt = append_context(turn.prompt, submitted.additional_context)
+        for event in await prompt_hooks(self.hooks, turn) if self.hooks is not None else []:
+            yield event
 
     def _start(self, turn: TurnState) -> TurnStarted:
         """The prompt joins the history, under a new turn number (the checkpoints file changes under it)."""
@@ -303,14 +308,19 @@ class Agent(Compacting):
         result, so the history stays valid) and ends the turn."""
         turn.stuck, turn.end_requested = None, False
         for index, call in enumerate(calls):
-            if self._interrupt.is_set() or turn.stuck:
+            if self._interrupt.is_set() or turn.stuck or turn.hook_stop is not None:
                 for skipped in calls[index:]:
                     self.history.add_tool_result(skipped, INTERRUPTED if self._interrupt.is_set() else NOT_RUN)
                 break
             async for event in self._run_tool(turn, call):
                 yield event
+        if turn.images:  # after every call's result: tool results must follow their reply directly
+            self.history.add(image_message(turn.images))
+            turn.images = []
         if self._interrupt.is_set():
             turn.end("interrupted")
+        elif turn.hook_stop is not None:  # a hook answered continue: false
+            turn.end("done", f"A hook ended the turn: {turn.hook_stop}")
         elif turn.end_requested:  # exit_plan_mode headless: the plan is the answer, nothing more to do
             turn.end()
         elif turn.stuck:
@@ -322,6 +332,10 @@ class Agent(Compacting):
         async for event in self.caller.run(outcome, lambda prepared: self.stages.stage(prepared, self.ctx.root)):
             yield event
         result = outcome.result
+        if result.images:
+            shown = self.model.accepts_images()
+            result.output += image_note(len(result.images), shown)
+            turn.images += [(call.name, image) for image in result.images] if shown else []
         if self.mask_secrets_for_model:
             result.output = self.ctx.secrets.mask(result.output)
         self.history.add_tool_result(call, result.output)
@@ -331,6 +345,8 @@ class Agent(Compacting):
                                            outcome.tool.kind if outcome.tool else "other"))
         yield self.history.record(self.context.after_message(self.messages))
         turn.end_requested = turn.end_requested or result.end_turn
+        if outcome.stop_reason is not None and turn.hook_stop is None:
+            turn.hook_stop = outcome.stop_reason
         changed = changed_files(outcome.tool, result)
         turn.changed = turn.changed or changed
         self.stages.observe(outcome.prepared, result.ok, changed)
@@ -343,11 +359,11 @@ class Agent(Compacting):
         """The model answered without tool calls. Stop hooks may send it back to work; a turn that changed files
         is verified, and failed checks go back to the model for a bounded number of extra calls."""
         if self.hooks is not None and not self._interrupt.is_set():
-            stop = await self.hooks.stop(completion.text)
-            for notice in stop.notices:
-                yield self.history.record(Notice(notice))
-            if stop.blocked:  # a stop hook wants more work: its reason goes to the model
-                self.history.add({"role": "user", "content": f"[stop hook] {stop.message}"})
+            events, go_on = await stop_hooks(self.hooks, completion.text)
+            for event in events:
+                yield self.history.record(event)
+            if go_on is not None:  # a stop hook wants more work: its reason goes to the model
+                self.history.add({"role": "user", "content": f"[stop hook] {go_on}"})
                 return
         if not (self.verify and turn.changed):
             turn.end()  # nothing to check, or the model stopped without changing anything since

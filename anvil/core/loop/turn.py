@@ -26,6 +26,8 @@ class TurnState:
     end_requested: bool = False  # a tool asked for the turn to end (a plan handed over for review)
     cut_off: bool = False  # the last reply stopped at the output limit and the model was asked to go on
     continuations: int = 0  # text replies cut off at the output limit this turn
+    hook_stop: str | None = None  # a hook answered continue: false, for this reason
+    images: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (tool, image) for the model to see
 
     def end(self, reason: TurnEndReason = "done", message: str = "") -> None:
         self.over, self.reason, self.message = True, reason, message

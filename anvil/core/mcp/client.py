@@ -1,4 +1,4 @@
-"""MCP servers: connecting to them in the background and keeping them for the session.
+"""One MCP server: connecting to it in the background and keeping it for the session.
 
 Configuration (``mcp_servers`` in the settings, a :class:`McpServerConfig` per server)::
 
@@ -8,21 +8,21 @@ Configuration (``mcp_servers`` in the settings, a :class:`McpServerConfig` per s
     env = { GITHUB_TOKEN = "${GITHUB_TOKEN}" }   # ${VAR} is taken from anvil's environment
 
     [mcp_servers.docs]
-    url = "https://example.com/mcp"              # streamable HTTP
+    url = "https://example.com/mcp"              # streamable HTTP; type = "sse" for the older HTTP+SSE transport
     headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
+    call_timeout = 600                           # seconds one tool call may take (default 300)
 
 Each server gets one long-lived task that enters the client (transport, then session) and later exits
 it: anyio's cancel scopes must be entered and left in the same task, so the connection never moves
-between tasks; tool calls from the agent's task just send requests over it. Servers start in parallel,
-each within its own ``start_timeout``; :meth:`McpManager.start` returns at once, so nothing waits for
-them. A server that fails to start or dies is reported once (``on_message`` and ``messages``), marked
-``failed``, and its tools answer with an error saying so; the rest of the session goes on.
+between tasks; tool calls from the agent's task just send requests over it. The same task re-lists the
+server's tools and prompts when the server says they changed (``notifications/*/list_changed``). A server that
+fails to start or dies is reported once (``report``), marked ``failed``, and its tools answer with an error
+saying so; the rest of the session goes on.
 
-The mcp package (about a second to import) is imported in a worker thread when the first server starts,
-so neither start-up nor a front end's event loop pays for it.
-
-A stdio server's stderr goes to ``<log_dir>/<name>.log`` (never to the terminal anvil draws on); failure
-messages name that file.
+anvil declares the roots capability: the project root is the one root it gives. Tools that can only run as
+tasks (``execution.taskSupport = "required"``) are left out, since anvil does not run tasks; ``/mcp`` names
+them. A stdio server's stderr goes to ``<log_dir>/<name>.log`` (never to the terminal anvil draws on); lines
+it writes to stdout that are not JSON-RPC are reported by name, and end a start that gets nothing else.
 """
 
 from __future__ import annotations
@@ -30,18 +30,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from anvil.core.mcp.config import McpServerConfig, ServerState, ServerStatus, expand_env
-from anvil.core.mcp.tools import McpTool, describe_resource
-from anvil.core.tools.base import Tool, ToolRegistry
+from anvil.core.mcp.config import McpServerConfig, ServerState, Transport
+from anvil.core.mcp.tools import McpTool, Progress
+from anvil.core.mcp.transport import McpSetupError, load_mcp, open_transport
 from anvil.core.tools.errors import ToolError
 
-#: ``@server:uri`` in a prompt attaches that resource (see :meth:`McpManager.attach_resources`).
-RESOURCE_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_-]+):(\S+)")
+#: seconds a starting server that wrote something other than JSON-RPC still gets to answer properly
+JUNK_GRACE = 3.0
+#: pages of a listing read at most (a server whose pages never end must not hang anvil)
+MAX_PAGES = 100
 
 
 def _client_info() -> Any:
@@ -50,18 +51,6 @@ def _client_info() -> Any:
     from anvil import __version__
 
     return Implementation(name="anvil", version=__version__)
-
-
-async def _load_mcp() -> None:
-    """Import the mcp package in a thread: it takes about a second, which would freeze a front end's loop."""
-    if "mcp.client.streamable_http" not in sys.modules:
-        await asyncio.to_thread(import_mcp)
-
-
-def import_mcp() -> None:
-    """The mcp package's client modules (a front end may load them ahead, in a pause of typing)."""
-    import mcp.client.stdio
-    import mcp.client.streamable_http  # noqa: F401
 
 
 def _root_cause(exc: BaseException) -> BaseException:
@@ -75,6 +64,14 @@ def _describe(exc: BaseException) -> str:
     exc = _root_cause(exc)
     text = str(getattr(exc, "message", "") or exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _junk_line(exc: Exception) -> str:
+    """The stdout line a server wrote that is not JSON-RPC (the SDK hands over the parse error)."""
+    errors = getattr(exc, "errors", None)
+    line = errors()[0].get("input") if callable(errors) and errors() else None
+    text = line if isinstance(line, str) else str(exc)
+    return " ".join(text.split())[:120]
 
 
 class McpServer:
@@ -91,16 +88,25 @@ class McpServer:
         self.state: ServerState = "starting" if config.enabled else "stopped"
         self.error: str | None = None
         self.tools: list[McpTool] = []
+        self.skipped: list[str] = []  # tools that need task support
+        self.prompts: list[Any] = []
+        self.has_resources = False
+        self.instructions = ""
         self.client: Any = None
         self.started = asyncio.Event()  # set once starting is over, whatever the outcome
-        self._stop = asyncio.Event()
+        self._stop = False
+        self._wake = asyncio.Event()  # stop, or a list changed
+        self._stale: set[str] = set()  # what the server said changed: "tools", "prompts"
+        self._junk: list[str] = []  # stdout lines that were not JSON-RPC
+        self._told_junk = False
+        self._deadline: asyncio.Timeout | None = None
         self._task: asyncio.Task[None] | None = None
         self._reported = False
         self._log_start = 0  # where this run's stderr starts in the (appended) log
 
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "http" if self.config.url else "stdio"
+    def transport(self) -> Transport:
+        return self.config.transport
 
     def start(self) -> None:
         if not self.config.enabled:
@@ -110,25 +116,15 @@ class McpServer:
 
     async def _run(self) -> None:
         try:
-            await _load_mcp()
-            from mcp import Client
-
+            await load_mcp()
             async with contextlib.AsyncExitStack() as stack:
-                try:
-                    async with asyncio.timeout(self.config.start_timeout):
-                        transport = await self._transport(stack)
-                        self.client = await stack.enter_async_context(Client(transport, client_info=_client_info()))
-                        self.tools = await self._list_tools()
-                except TimeoutError:
-                    self._fail(f"did not start within {self.config.start_timeout:g} s", starting=True)
-                    return
-                except Exception as exc:
-                    self._fail(self._start_error(exc), starting=True)
+                if not await self._connect(stack):
                     return
                 self.state = "ready"
                 self.started.set()
                 self._changed()
-                await self._stop.wait()
+                self._tell_junk()
+                await self._serve()
         except Exception as exc:  # mcp missing, or leaving the client failed (a dead process): the session goes on
             if self.state == "starting":
                 self._fail(self._start_error(exc), starting=True)
@@ -141,31 +137,146 @@ class McpServer:
                 self._changed()
             self.started.set()
 
-    async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
-        """The transport the client enters: a stdio subprocess or a streamable-HTTP connection."""
-        config = self.config
-        if config.url:
-            from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> bool:
+        """Start the server and learn what it offers, within ``start_timeout``; False when that failed."""
+        from mcp import Client
 
-            headers = {k: expand_env(v) for k, v in config.headers.items()}
-            http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-            return streamable_http_client(config.url, http_client=http)
-        from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        try:
+            async with asyncio.timeout(self.config.start_timeout) as self._deadline:
+                errlog = None
+                if self.transport == "stdio":
+                    self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                    errlog = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
+                    self._log_start = errlog.tell()
+                transport = await open_transport(self.config, self.root, errlog, stack)
+                self.client = await stack.enter_async_context(Client(
+                    transport, client_info=_client_info(), list_roots_callback=self._roots,
+                    message_handler=self._on_message))
+                await self._discover()
+        except TimeoutError:
+            waited = f"did not start within {self.config.start_timeout:g} s"
+            self._fail(self._junk_story() or waited, starting=True)
+            return False
+        except Exception as exc:
+            self._fail(self._junk_story() or self._start_error(exc), starting=True)
+            return False
+        finally:
+            self._deadline = None
+        return True
 
-        assert config.command is not None
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        errlog = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
-        self._log_start = errlog.tell()
-        cwd = (self.root / config.cwd).resolve() if config.cwd else self.root
-        params = StdioServerParameters(command=config.command, args=list(config.args), cwd=cwd,
-                                       env={k: expand_env(v) for k, v in config.env.items()})
-        return stdio_client(params, errlog=errlog)
+    async def _discover(self) -> None:
+        capabilities = self.client.server_capabilities
+        self.instructions = (self.client.instructions or "").strip()
+        self.has_resources = capabilities.resources is not None
+        await self._list_tools()
+        if capabilities.prompts is not None:
+            await self._list_prompts()
+
+    async def _list_tools(self) -> None:
+        remote = await self._pages(self.client.list_tools, "tools")
+        needs_tasks = {t.name for t in remote if getattr(getattr(t, "execution", None), "task_support", None)
+                       == "required"}
+        self.skipped = sorted(needs_tasks)
+        self.tools = [McpTool(self, tool) for tool in remote if tool.name not in needs_tasks]
+
+    async def _list_prompts(self) -> None:
+        self.prompts = await self._pages(self.client.list_prompts, "prompts")
+
+    async def _pages(self, method: Callable[..., Any], field: str) -> list[Any]:
+        found: list[Any] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await method(cursor=cursor, cache_mode="refresh")
+            found.extend(getattr(page, field))
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return found
+
+    async def _serve(self) -> None:
+        """Until the session ends: re-list what the server says changed."""
+        listener = asyncio.create_task(self._listen(), name=f"anvil-mcp-{self.name}-listen")
+        try:
+            while not self._stop:
+                await self._wake.wait()
+                self._wake.clear()
+                stale, self._stale = self._stale, set()
+                if not self._stop and stale:
+                    await self._relist(stale)
+        finally:
+            listener.cancel()
+            with contextlib.suppress(BaseException):
+                await listener
+
+    async def _relist(self, stale: set[str]) -> None:
+        try:
+            if "tools" in stale:
+                await self._list_tools()
+            if "prompts" in stale:
+                await self._list_prompts()
+        except Exception as exc:  # the old lists stay; a dead connection shows on the next call
+            self._report(f"MCP server '{self.name}' said its {' and '.join(sorted(stale))} changed, but "
+                         f"listing them again failed ({_describe(exc)}); anvil keeps the ones it had.")
+        self._changed()
+
+    async def _listen(self) -> None:
+        """Servers on the 2026-07-28 protocol tell of changed lists on a ``subscriptions/listen`` stream instead
+        of notifications (which :meth:`_on_message` takes from older ones)."""
+        from mcp.client.subscriptions import PromptsListChanged, ToolsListChanged
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        capabilities = self.client.server_capabilities
+        tools = bool(capabilities.tools and capabilities.tools.list_changed)
+        prompts = bool(capabilities.prompts and capabilities.prompts.list_changed)
+        if self.client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (tools or prompts):
+            return
+        with contextlib.suppress(Exception):  # no stream, or it was lost: the lists stay as they are
+            async with self.client.listen(tools_list_changed=tools, prompts_list_changed=prompts) as changes:
+                async for event in changes:
+                    if isinstance(event, ToolsListChanged | PromptsListChanged):
+                        self._stale.add("tools" if isinstance(event, ToolsListChanged) else "prompts")
+                        self._wake.set()
+
+    async def _on_message(self, message: Any) -> None:
+        """Notifications the session does not handle itself, and transport faults (a line that is not JSON)."""
+        if isinstance(message, Exception):
+            if len(self._junk) < 3:
+                self._junk.append(_junk_line(message))
+            if self.state == "ready":
+                self._tell_junk()
+            if self._deadline is not None:  # starting: give it a moment to say something real, not the whole wait
+                loop = asyncio.get_running_loop()
+                when = self._deadline.when()
+                self._deadline.reschedule(min(when, loop.time() + JUNK_GRACE) if when else loop.time() + JUNK_GRACE)
+            return
+        method = getattr(message, "method", "")
+        changed = {"notifications/tools/list_changed": "tools", "notifications/prompts/list_changed": "prompts"}
+        if method in changed:
+            self._stale.add(changed[method])
+            self._wake.set()
+
+    def _tell_junk(self) -> None:
+        """Once: the server wrote something that is not JSON-RPC to stdout, and anvil skipped it."""
+        if self._junk and not self._told_junk:
+            self._told_junk = True
+            self._report(f"MCP server '{self.name}' wrote text that is not JSON-RPC to its stdout "
+                         f"({self._junk[0]!r}); anvil ignored it. A stdio server must write its logs to stderr.")
+
+    async def _roots(self, context: Any) -> Any:
+        from mcp_types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=self.root.as_uri(), name=self.root.name or str(self.root))])
+
+    def _junk_story(self) -> str:
+        if not self._junk:
+            return ""
+        return (f"it wrote text that is not JSON-RPC to its stdout ({self._junk[0]!r}), so it is not speaking MCP "
+                "there: is it an MCP server, and does it log to stdout instead of stderr?")
 
     def _start_error(self, exc: BaseException) -> str:
         cause = _root_cause(exc)
-        if isinstance(cause, ImportError):
-            return f"the mcp package cannot be imported ({cause}); reinstall anvil with its dependencies"
+        if isinstance(cause, McpSetupError):
+            return str(cause)
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -175,22 +286,12 @@ class McpServer:
             return f"`{self.config.command}` was not found; check the command and that it is on PATH"
         return _describe(cause)
 
-    async def _list_tools(self) -> list[McpTool]:
-        remote: list[Any] = []
-        cursor: str | None = None
-        for _ in range(100):  # a server whose pages never end must not hang the start
-            page = await self.client.list_tools(cursor=cursor)
-            remote.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return [McpTool(self, tool) for tool in remote]
-
     def _fail(self, why: str, *, starting: bool = False) -> None:
         self.state = "failed"
         self.error = why
         self.started.set()
-        self._stop.set()  # let the owner task leave the client, which stops the process
+        self._stop = True
+        self._wake.set()  # let the owner task leave the client, which stops the process
         self._changed()
         if not self._reported:
             self._reported = True
@@ -221,17 +322,36 @@ class McpServer:
             return f"The MCP server '{self.name}' is still starting. Try again in a moment."
         return f"The MCP server '{self.name}' is stopped, so its tools cannot run. Use other tools."
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool; a dead server is reported once and every call then fails with a clear message."""
+    async def request(self, what: str, send: Callable[[Any], Any]) -> Any:
+        """``send(client)`` over the connection; a dead server is reported once, and every failure becomes a
+        :class:`ToolError` the model can read."""
         client = self.client
         if self.state != "ready" or client is None:
             raise ToolError(self.unavailable())
         try:
-            return await client.call_tool(tool, arguments, read_timeout_seconds=self.config.call_timeout)
+            return await send(client)
         except asyncio.CancelledError:
             raise
+        except ToolError:
+            raise
         except Exception as exc:
-            raise ToolError(self._call_failed(tool, exc)) from None
+            raise ToolError(self._call_failed(what, exc)) from None
+
+    async def call(self, tool: str, arguments: dict[str, Any], progress: Progress | None = None) -> Any:
+        """Call a tool, passing a progress token when ``progress`` wants the server's notifications."""
+        return await self.request(tool, lambda client: client.call_tool(
+            tool, arguments, read_timeout_seconds=self.config.call_timeout, progress_callback=progress))
+
+    async def read_resource(self, uri: str) -> list[Any]:
+        result = await self.request(f"the read of {uri}", lambda client: client.read_resource(uri))
+        return list(result.contents)
+
+    async def list_resources(self) -> list[Any]:
+        return await self.request("the resource list", lambda _: self._pages(self.client.list_resources,
+                                                                             "resources"))
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
+        return await self.request(f"the prompt {name}", lambda client: client.get_prompt(name, arguments))
 
     def _call_failed(self, what: str, exc: BaseException) -> str:
         from mcp import MCPError
@@ -239,8 +359,8 @@ class McpServer:
 
         cause = _root_cause(exc)
         if (isinstance(cause, MCPError) and cause.code == REQUEST_TIMEOUT) or isinstance(cause, TimeoutError):
-            return (f"The MCP server '{self.name}' did not answer {what} within {self.config.call_timeout:g} s. "
-                    "Retry with a smaller request, or use other tools.")
+            return (f"The MCP server '{self.name}' did not answer {what} within {self.config.call_timeout:g} s "
+                    f"(its call_timeout). Retry with a smaller request, or use other tools.")
         if isinstance(cause, MCPError) and cause.code != CONNECTION_CLOSED:
             return f"The MCP server '{self.name}' refused {what}: {cause.message}"
         if isinstance(cause, MCPError) or self.transport == "stdio":  # the connection is gone for good
@@ -248,20 +368,9 @@ class McpServer:
             return self.unavailable()
         return f"Could not reach the MCP server '{self.name}' for {what} ({_describe(cause)}). Retry once."
 
-    async def read_resource(self, uri: str) -> str:
-        client = self.client
-        if self.state != "ready" or client is None:
-            raise ToolError(self.unavailable())
-        try:
-            result = await client.read_resource(uri)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise ToolError(self._call_failed(f"the read of {uri}", exc)) from None
-        return "\n".join(describe_resource(contents) for contents in result.contents) or f"[resource {uri}: empty]"
-
     async def close(self, grace: float = 10.0) -> None:
-        self._stop.set()
+        self._stop = True
+        self._wake.set()
         task = self._task
         if task is None or task.done():
             return
@@ -274,90 +383,3 @@ class McpServer:
             with contextlib.suppress(BaseException):
                 await task
         self.state = "stopped" if self.state != "failed" else "failed"
-
-
-class McpManager:
-    """Every configured server, started in the background; tools of ready servers, status for ``/mcp``."""
-
-    def __init__(self, config: dict[str, McpServerConfig], root: Path, *, log_dir: Path,
-                 on_message: Callable[[str], None] | None = None,
-                 on_change: Callable[[], None] | None = None) -> None:
-        """``log_dir`` holds each stdio server's stderr. ``on_message`` gets each failure report (once per
-        server); ``on_change`` is called whenever a server becomes ready, fails or stops - the moment to call
-        :meth:`sync_registry` and refresh ``/mcp``. Both run on the event loop, in the server's task."""
-        self.messages: list[str] = []
-        self.on_message = on_message
-        self.on_change = on_change
-        self.servers = {name: McpServer(name, cfg, root.resolve(), log_dir, self._report, self._notify_change)
-                        for name, cfg in config.items()}
-
-    def _notify_change(self) -> None:
-        if self.on_change is not None:
-            with contextlib.suppress(Exception):
-                self.on_change()
-
-    def _report(self, message: str) -> None:
-        self.messages.append(message)
-        if self.on_message is not None:
-            with contextlib.suppress(Exception):  # a broken listener must not break the server's task
-                self.on_message(message)
-
-    async def start(self) -> None:
-        """Start every enabled server in the background and return at once."""
-        for server in self.servers.values():
-            server.start()
-
-    async def wait_started(self, timeout: float | None = None) -> None:
-        """Wait until every server is ready or failed (headless runs want the tools before the first turn)."""
-        waits = asyncio.gather(*(s.started.wait() for s in self.servers.values()))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(waits, timeout)
-
-    def tools(self) -> list[Tool]:
-        """The tools of the servers that are ready now."""
-        return [tool for server in self.servers.values() if server.state == "ready" for tool in server.tools]
-
-    def sync_registry(self, registry: ToolRegistry) -> list[str]:
-        """Add the tools of servers that became ready; returns the names added.
-
-        Tools of a server that later failed stay registered and answer with an error naming the server,
-        which tells the model more than "unknown tool" and keeps the tool list (and the prompt cache) stable.
-        """
-        added = []
-        for tool in self.tools():
-            if registry.get(tool.name) is None:
-                registry.add(tool)
-                added.append(tool.name)
-        return added
-
-    def status(self) -> list[ServerStatus]:
-        return [ServerStatus(s.name, s.state, [t.name for t in s.tools], s.error, s.transport)
-                for s in self.servers.values()]
-
-    async def read_resource(self, server: str, uri: str) -> str:
-        """The text of a resource (binary contents described), for ``@server:uri`` attachments."""
-        found = self.servers.get(server)
-        if found is None:
-            known = ", ".join(self.servers) or "none configured"
-            raise ToolError(f"There is no MCP server named '{server}' (known: {known}). Write @server:uri with "
-                            "a server from the [mcp_servers] config.")
-        return await found.read_resource(uri)
-
-    async def attach_resources(self, text: str) -> tuple[str, list[str]]:
-        """The prompt with every ``@server:uri`` of a known server's resource appended; and the problems."""
-        blocks, problems = [], []
-        for match in RESOURCE_MENTION.finditer(text):
-            server, uri = match.group(1), match.group(2).rstrip(".,;:!?)")
-            if server not in self.servers:
-                continue  # not ours: "@user:..." or a path with a colon
-            try:
-                content = await self.read_resource(server, uri)
-            except ToolError as exc:
-                problems.append(str(exc))
-                continue
-            blocks.append(f'<resource server="{server}" uri="{uri}">\n{content}\n</resource>')
-        return (text + "\n\n" + "\n\n".join(blocks) if blocks else text), problems
-
-    async def close(self) -> None:
-        """Stop every server (stdio processes end with their client); safe to call twice."""
-        await asyncio.gather(*(s.close() for s in self.servers.values()), return_exceptions=True)

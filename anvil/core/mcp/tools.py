@@ -7,6 +7,10 @@ generate one from; anvil checks only that the required keys are there and leaves
 server, which validates its own input. Every MCP tool asks before running (rules match the name:
 ``mcp__github__*(*)``) and counts as changing things unless the server marks it ``readOnlyHint``.
 
+While a call runs, the server's progress notifications become :class:`~anvil.core.events.ToolProgress` events
+(at most a few a second). Images a tool returns travel with its result (``ToolResult.images``): the loop shows
+them to a model that takes images, and tells another that there were some.
+
 This module never imports ``mcp`` at import time: results are read by attribute, so start-up stays fast.
 """
 
@@ -15,16 +19,24 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from pydantic import ConfigDict
 
+from anvil.core.events import ToolProgress
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.errors import ToolError
 
 PREFIX = "mcp__"
 MAX_NAME = 64
 MAX_DESCRIPTION = 4000
+#: base64 characters of images one result may carry to the model (about 3.75 MB of image)
+MAX_IMAGE_DATA = 5_000_000
+#: seconds between two progress events of one call (the last one always goes out)
+PROGRESS_INTERVAL = 0.25
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -47,7 +59,7 @@ class McpConnection(Protocol):
     @property
     def name(self) -> str: ...
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> Any: ...
+    async def call(self, tool: str, arguments: dict[str, Any], progress: Progress | None = None) -> Any: ...
 
 
 class McpArgs(ToolArgs):
@@ -92,13 +104,30 @@ class McpTool(Tool):
         if missing:
             raise ToolError(f"Missing required parameter(s) for {self.name}: {', '.join(missing)}. "
                             "Check the tool's schema and call it again with them.")
-        result = await self.server.call(self.remote_name, arguments)
+        result = await self.server.call(self.remote_name, arguments, _progress_events(ctx, self.name))
         return format_result(self.name, result, ctx.settings.output_budget)
 
 
+def _progress_events(ctx: ToolContext, name: str) -> Progress:
+    """The progress callback of one call: its notifications as events, no more often than a few a second."""
+    call_id = str(ctx.state.get("call_id", ""))
+    last = 0.0
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PROGRESS_INTERVAL or (total is not None and done >= total):
+            last = now
+            ctx.emit(ToolProgress(call_id, name, done, total, message or ""))
+
+    return progress
+
+
 def format_result(name: str, result: Any, budget: int) -> ToolResult:
-    """A ``CallToolResult`` as text: text joined, media summarised, ``isError`` as a failed result."""
-    parts = [describe_content(block) for block in (result.content or [])]
+    """A ``CallToolResult`` as text (text joined, media summarised, ``isError`` as a failed result), with its
+    images apart for a model that can look at them."""
+    blocks = list(result.content or [])
+    parts = [describe_content(block) for block in blocks]
     structured = getattr(result, "structured_content", None)
     if not any(p.strip() for p in parts) and structured is not None:
         parts = [json.dumps(structured, ensure_ascii=False, indent=2)]
@@ -107,7 +136,19 @@ def format_result(name: str, result: Any, budget: int) -> ToolResult:
     failed = bool(getattr(result, "is_error", False))
     first = text.strip().split("\n", 1)[0][:120]
     return ToolResult(f"The MCP tool {name} reported an error:\n{text}" if failed else text, ok=not failed,
-                      summary=first if failed else f"{len(text):,} characters")
+                      summary=first if failed else f"{len(text):,} characters", images=images_of(blocks))
+
+
+def images_of(blocks: list[Any]) -> list[dict[str, str]]:
+    """The images among content blocks (``mime_type``, base64 ``data``), as many as fit the cap."""
+    images, size = [], 0
+    for block in blocks:
+        if getattr(block, "type", "") == "image" and str(block.mime_type).startswith("image/"):
+            size += len(block.data)
+            if size > MAX_IMAGE_DATA:
+                break
+            images.append({"mime_type": str(block.mime_type), "data": str(block.data)})
+    return images
 
 
 def describe_content(block: Any) -> str:
@@ -117,7 +158,7 @@ def describe_content(block: Any) -> str:
         return str(block.text)
     if kind in {"image", "audio"}:
         size = len(block.data) * 3 // 4  # base64
-        return f"[{kind} ({block.mime_type}, about {size:,} bytes): not shown to the model]"
+        return f"[{kind} ({block.mime_type}, about {size:,} bytes)]"
     if kind == "resource":
         return describe_resource(block.resource)
     if kind == "resource_link":
@@ -133,7 +174,8 @@ def describe_resource(contents: Any) -> str:
         return f"[resource {contents.uri}]\n{text}"
     blob = getattr(contents, "blob", "") or ""
     mime = getattr(contents, "mime_type", None) or "binary"
-    return f"[resource {contents.uri} ({mime}, about {len(blob) * 3 // 4:,} bytes): binary, not shown]"
+    what = "an image" if mime.startswith("image/") else "binary, not shown"
+    return f"[resource {contents.uri} ({mime}, about {len(blob) * 3 // 4:,} bytes): {what}]"
 
 
 def clip(text: str, budget: int) -> str:

@@ -17,6 +17,7 @@ ModelErrorKind = Literal[
     "rate_limit", "overloaded", "server", "timeout", "connection",  # passing faults: retried
     "auth", "not_found", "unknown_model", "context_overflow", "content_policy", "bad_request",
     "compaction",        # a summary call of the compactor gave nothing usable
+    "setup",             # anvil's own installation is broken (a dependency missing or too old): never retried
 ]
 MODEL_ERROR_KINDS: tuple[ModelErrorKind, ...] = get_args(ModelErrorKind)
 
@@ -57,6 +58,10 @@ def classify_error(exc: BaseException, model: str, api_base: str | None = None) 
     """Map a litellm (or transport) exception to a :class:`ModelError`."""
     text = str(exc).replace("\n", " ").strip()
     detail = _LITELLM_PREFIX.sub("", text)[:300] or type(exc).__name__
+    missing = _missing_module(exc)
+    if missing is not None:  # litellm wraps this as a connection error; retrying cannot install a package
+        return ModelError(f"anvil's installation is incomplete: {missing}. Reinstall anvil with its dependencies "
+                          "(`pip install --upgrade anvil`, or `pip install -e .` in its checkout).", kind="setup")
     if _is_connection_failure(exc, text):
         where = f" at {api_base}" if api_base else ""
         return ModelError(f"Could not connect to the provider{where}: {detail}. Check that the server is "
@@ -88,6 +93,18 @@ def _by_class(exc: BaseException, model: str, api_base: str | None, detail: str)
             kind, lead = _RETRYABLE[name]
             where = f" at {api_base}" if api_base and kind == "connection" else ""
             return ModelError(f"{lead}{where}: {detail}", retryable=True, kind=kind)
+    return None
+
+
+def _missing_module(exc: BaseException) -> str | None:
+    """What could not be imported, when an ImportError is behind the failure (through litellm's wrapping)."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return None
+        if isinstance(seen, ImportError):
+            return str(seen) or f"the module {seen.name} cannot be imported"
+        seen = seen.__cause__ or seen.__context__
     return None
 
 

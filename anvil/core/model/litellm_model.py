@@ -124,6 +124,7 @@ class LiteLLMModel:
         self._context_window = context_window_override
         self._info: dict[str, Any] | None = None
         self._traits: Traits | None = None
+        self._images: bool | None = None
 
     def _placeholder_key(self) -> str | None:
         # Local servers (llama.cpp, vLLM, Ollama) need no key, but the OpenAI client insists on one.
@@ -162,6 +163,15 @@ class LiteLLMModel:
             info = self._model_info()
             self._context_window = int(info.get("max_input_tokens") or info.get("max_tokens") or 0) or None
         return self._context_window
+
+    def accepts_images(self) -> bool:
+        """What litellm knows of the model (``supports_vision``); an unknown model is taken not to."""
+        if self._images is None:
+            try:
+                self._images = bool(load_litellm().supports_vision(model=self.name))
+            except Exception:
+                self._images = False
+        return self._images
 
     def reasons(self) -> bool | None:
         info = self._model_info()  # a model litellm knows but does not mark as reasoning does not reason

@@ -82,6 +82,10 @@ class Model(Protocol):
         """Whether the model can reason (thinking, reasoning effort); None when unknown."""
         ...
 
+    def accepts_images(self) -> bool:
+        """Whether messages may carry images for this model (images tools return are shown to it then)."""
+        ...
+
     def preflight(self) -> str | None:
         """A problem that would make every call fail (unknown provider, missing key), said up front; None if none.
 

@@ -27,8 +27,9 @@ from anvil.core.model.protocol import Completion, Reasoning, StreamItem, Usage
 
 class ScriptedModel:
     def __init__(self, turns: list[dict[str, Any]], *, name: str = "scripted", chunk_chars: int = 6,
-                 delay: float = 0.0, window: int = 200_000) -> None:
+                 delay: float = 0.0, window: int = 200_000, images: bool = False) -> None:
         self.name = name
+        self.images = images
         self.turns = list(turns)
         self.calls: list[list[dict[str, Any]]] = []  # the messages of every call, for assertions
         self.output_limits: list[int | None] = []  # the max_output_tokens of every call
@@ -57,6 +58,9 @@ class ScriptedModel:
 
     def context_window(self) -> int | None:
         return self.window
+
+    def accepts_images(self) -> bool:
+        return self.images
 
     def preflight(self) -> str | None:
         return None  # a script needs no key and no provider

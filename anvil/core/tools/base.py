@@ -40,6 +40,8 @@ class ToolResult:
     end_turn: bool = False
     #: whether the call changed the project's files; None leaves it to the tool's traits (see Tool.mutates)
     changed: bool | None = None
+    #: images for the model to look at (``mime_type``, base64 ``data``), shown to models that take images
+    images: list[dict[str, str]] = field(default_factory=list)
 
 
 class ToolArgs(BaseModel):

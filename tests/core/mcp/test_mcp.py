@@ -1,5 +1,5 @@
-"""MCP servers against a tiny server written here with the mcp package, run as a subprocess (stdio) or
-served over streamable HTTP on 127.0.0.1."""
+"""MCP servers against a small server built on the mcp package (tests/support/mcp_demo_server.py), run as a
+subprocess (stdio) or served over streamable HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -18,68 +18,20 @@ import pytest
 
 from anvil.core.events import ToolResultEvent, TurnEnded
 from anvil.core.loop.agent import Agent
-from anvil.core.mcp.client import McpManager, McpServerConfig, expand_env
+from anvil.core.mcp.config import McpServerConfig, expand_env
+from anvil.core.mcp.manager import McpManager
 from anvil.core.mcp.tools import McpTool, tool_name
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
 from anvil.core.tools.base import ToolContext, ToolRegistry
 from anvil.core.tools.errors import ToolError
 
-SERVER = '''
-import sys
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import ToolAnnotations
-
-server = MCPServer("demo")
-
-@server.tool(annotations=ToolAnnotations(read_only_hint=True))
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-@server.tool(name="fail.hard")
-def fail(reason: str) -> str:
-    """Always fails."""
-    raise ToolError(f"cannot do it: {reason}")
-
-@server.tool()
-def pid() -> int:
-    """The server's process id."""
-    import os
-    return os.getpid()
-
-@server.tool()
-def picture() -> Image:
-    """A tiny image."""
-    return Image(data=b"\\x89PNG0000", format="png")
-
-@server.tool()
-async def sleepy(seconds: float) -> str:
-    """Sleeps."""
-    import anyio
-    await anyio.sleep(seconds)
-    return "woke up"
-
-@server.resource("memo://greeting")
-def greeting() -> str:
-    return "hello from the resource"
-
-if __name__ == "__main__":
-    print("demo server starting", file=sys.stderr)
-    if len(sys.argv) > 1:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
-    else:
-        server.run()
-'''
+SERVER = Path(__file__).resolve().parents[2] / "support" / "mcp_demo_server.py"
 
 
 @pytest.fixture(scope="module")
-def server_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("mcp") / "demo_server.py"
-    path.write_text(SERVER)
-    return path
+def server_script() -> Path:
+    return SERVER
 
 
 def stdio(script: Path, **extra: Any) -> McpServerConfig:
@@ -110,7 +62,7 @@ def by_name(mgr: McpManager) -> dict[str, McpTool]:
 async def test_tools_are_discovered_and_calls_work(manager: McpManager, project: Path, tmp_path: Path) -> None:
     tools = by_name(manager)
     assert set(tools) == {"mcp__demo__add", "mcp__demo__fail_hard", "mcp__demo__pid", "mcp__demo__picture",
-                          "mcp__demo__sleepy"}
+                          "mcp__demo__sleepy", "mcp__demo__count", "mcp__demo__grow", "mcp__demo__roots"}
     add = tools["mcp__demo__add"]
     assert not add.mutates and tools["mcp__demo__pid"].mutates  # only what the server marks read-only
     assert (add.kind, add.approval) == ("other", "rule")
@@ -119,7 +71,8 @@ async def test_tools_are_discovered_and_calls_work(manager: McpManager, project:
     assert schema["parameters"]["required"] == ["a", "b"] and "title" not in schema["parameters"]
 
     registry = ToolRegistry()
-    assert sorted(manager.sync_registry(registry)) == sorted(tools)
+    resource_tools = ["list_mcp_resources", "read_mcp_resource"]  # the demo server has resources
+    assert sorted(manager.sync_registry(registry)) == sorted([*tools, *resource_tools])
     assert manager.sync_registry(registry) == []  # idempotent
     prepared = registry.prepare("mcp__demo__add", '{"a": 2, "b": 40}')
     assert prepared.error is None and prepared.tool is add
@@ -133,7 +86,8 @@ async def test_tools_are_discovered_and_calls_work(manager: McpManager, project:
         await add.run(missing.args, ctx)
 
     picture = await tools["mcp__demo__picture"].run(registry.prepare("mcp__demo__picture", "{}").args, ctx)
-    assert picture.ok and picture.output == "[image (image/png, about 9 bytes): not shown to the model]"
+    assert picture.ok and picture.output == "[image (image/png, about 69 bytes)]"
+    assert picture.images and picture.images[0]["mime_type"] == "image/png"
 
 
 async def test_tool_errors_become_failed_results(manager: McpManager, project: Path, tmp_path: Path) -> None:
@@ -293,7 +247,7 @@ def _free_port() -> int:
 @pytest.fixture
 def http_server(server_script: Path) -> Iterator[str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(server_script), str(port)], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, str(server_script), "http", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
