@@ -5,6 +5,8 @@
   AGENTS.md), capped at 32 KiB in all and saying so when cut; the detected stack; a short summary of the
   repository's top level.
 - environment: date, OS, working directory, git branch and whether the tree is dirty.
+
+May import: nothing else in anvil (the standard library only); the loop and runtime hand it plain values.
 """
 
 from __future__ import annotations
