@@ -183,8 +183,8 @@ class Tool(ABC):
     """Base class for tools. Subclasses set the class attributes and implement ``run``.
 
     The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``write_targets``,
-    ``runs_tests``, ``polls``, ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents
-    decide from them, never from the tool's name.
+    ``runs_tests``, ``polls``, ``main_agent_only``, ``planning``) say what the tool is; the policy, the loop,
+    sub-agents and workflows decide from them, never from the tool's name.
     """
 
     name: ClassVar[str]
@@ -203,6 +203,9 @@ class Tool(ABC):
     polls: ClassVar[bool] = False
     #: Only the main agent may use it (starting sub-agents, leaving plan mode): sub-agents never get it.
     main_agent_only: ClassVar[bool] = False
+    #: A planning phase offers it (a phased job's strategic phases): it reads, searches or writes whole files, and
+    #: runs nothing.
+    planning: ClassVar[bool] = False
 
     def rule_subject(self, args: Any) -> str | None:
         """What a tool rule's subject is matched against (``web_fetch(domain:docs.python.org)``); None when
@@ -273,16 +276,20 @@ class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._schemas: list[dict[str, Any]] | None = None
+        #: changes with every add and remove, so a view of the registry knows when to look again
+        self.version = 0
         for tool in tools or []:
             self.add(tool)
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
         self._schemas = None
+        self.version += 1
 
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
         self._schemas = None
+        self.version += 1
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
