@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
                              "with a job")
     parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
+    # `anvil -p --workflow phased "..."`: the prompt may also come after the options (-p then takes no value)
+    parser.add_argument("words", nargs="*", metavar="PROMPT", help=argparse.SUPPRESS)
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
                         help="resume the newest session of this directory (and the job it worked on)")
@@ -97,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     problem = _job_problem(args)
     if problem:
         parser.error(problem)
+    if args.words:
+        if args.prompt != "":
+            parser.error(f"unrecognized arguments: {' '.join(args.words)} (a prompt goes with -p)")
+        args.prompt = " ".join(args.words)
     if args.prompt is None and args.input_format == "text":
         if args.plain:
             return _plain(args)

@@ -82,6 +82,13 @@ class _Run:
     job: PhaseStarted | None = None  # the workflow job the run worked on (its last phase)
     finished: JobFinished | None = None  # how that job ended, when it did
 
+    @property
+    def result(self) -> str:
+        """What the run answered: a completed job's summary, a proposed plan, or the last reply."""
+        if self.finished is not None and self.finished.status == "complete":
+            return self.finished.summary
+        return self.plan if self.plan is not None else self.answer
+
 
 class _Output:
     """stdout gets the answer, one result or every event; stderr gets what the person should know. Known secret
@@ -121,9 +128,7 @@ class _Output:
             self.complain(ended.message)
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
-        text = run.plan if run.plan is not None else run.answer
-        if run.finished is not None and run.finished.status == "complete":
-            text = run.finished.summary  # a job's answer is its summary
+        text = run.result
         if self.format == "text" and text:
             self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format in {"json", "stream-json"}:
@@ -315,7 +320,7 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
     result: dict[str, Any] = {
         "type": "result",
         "subtype": SUBTYPES.get(ended.reason, "error_during_execution"),
-        "result": run.plan if run.plan is not None else run.answer,
+        "result": run.result,
         "session_id": session.id,
         "is_error": ended.reason != "done",
         "stop_reason": ended.reason,

@@ -21,7 +21,7 @@ class PhaseDivider(Entry):
         super().__init__()
         self.label = label
         self.text = text
-        self.border_title = label
+        self.border_title = f" {label} "
 
     def compose(self) -> ComposeResult:
         yield Static(self.text, markup=False)
