@@ -316,7 +316,12 @@ def _session_job(settings: Settings, root: Path, record: dict[str, Any], warning
         warnings.append(f"This session worked on a job that cannot go on ({exc}); it continues as a plain "
                         "conversation.")
         return None
-    return None if workflow.status().status == "complete" else workflow
+    status = workflow.status()
+    if status.status == "complete":
+        return None
+    warnings.append(f"This session works on job {status.job_id} ({status.label}, {status.status}): your next message "
+                    "goes on with it, as guidance. /workflow shows it; /workflow stop ends it.")
+    return workflow
 
 
 class _TrustKeepingPolicy(ApprovalPolicy):

@@ -133,7 +133,7 @@ class WorkflowSteps:
         """A fresh conversation for the workflow's new phase: the system prompt rendered again, the phase's tools,
         its first message. What the model read in the old one is forgotten (files must be read again before they
         are overwritten); the loop guard and the stage words start over, and so does the phase's count of model
-        calls against ``max_iterations``."""
+        calls against ``max_iterations``; commands run from the project root again."""
         assert self.workflow is not None
         self.offered.refresh()
         self._refresh_workflow_layer()
@@ -143,7 +143,7 @@ class WorkflowSteps:
             self.messages.append({"role": "user", "content": reminder})
         if self.session is not None:  # resuming the session resumes the new phase's conversation
             self.session.append({"t": "reset", "messages": self.messages[1:]})
-        self.ctx.reads.clear()
+        self.ctx.new_conversation()
         self.guard.reset()
         self.stages.reset()
         turn.restarted, turn.images, turn.stuck, turn.phase_start = True, [], None, turn.iterations

@@ -128,6 +128,8 @@ class ToolContext:
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
+    #: what tools forget when the conversation starts afresh (a workflow's new phase): see ``new_conversation``
+    resets: list[Callable[[], None]] = field(default_factory=list)
     #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
     sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
     #: a file's text as the person's editor has it, unsaved changes included (an ACP client's), or None when
@@ -151,6 +153,13 @@ class ToolContext:
             return path.relative_to(self.root).as_posix() or "."
         except ValueError:
             return str(path)
+
+    def new_conversation(self) -> None:
+        """A fresh conversation begins (a workflow's new phase): the files read in the old one must be read again
+        before they are overwritten, and tools drop what only the old conversation knew (the shell's directory)."""
+        self.reads.clear()
+        for reset in self.resets:
+            reset()
 
     def record_read(self, path: Path, info: os.stat_result, digest: str) -> None:
         """Remember that the model saw ``path`` as it was when ``info`` was taken, with content hash ``digest``."""

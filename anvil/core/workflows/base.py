@@ -109,8 +109,10 @@ class Workflow(ABC):
         """The tools of the current phase: chosen from ``available`` (every tool of the session) plus the
         workflow's own, which win over a tool of the same name."""
 
-    def check_call(self, name: str) -> str | None:
-        """Why a call of tool ``name`` is refused in this phase (the model reads it), or None to go on."""
+    def check_call(self, name: str, args: dict[str, Any]) -> str | None:
+        """Why a call of tool ``name`` with arguments ``args`` (as the model sent them) is refused in this phase,
+        before any approval (the model reads it), or None to go on. A tool not offered in the phase is refused
+        here with the workflow's reason rather than as an unknown tool."""
         return None
 
     @abstractmethod

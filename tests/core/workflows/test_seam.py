@@ -73,8 +73,10 @@ class Gated(Workflow):
         chosen = [t for t in available if t.name == "echo"] if self.state == "WORK" else []
         return [*chosen, self.submit_tool]
 
-    def check_call(self, name: str) -> str | None:
-        return "echo is locked while the work is reviewed." if name == "echo" and self.state == "REVIEW" else None
+    def check_call(self, name: str, args: dict[str, Any]) -> str | None:
+        if name == "echo" and self.state == "REVIEW":
+            return f"echo is locked while the work is reviewed (not even {args.get('text')!r})."
+        return None
 
     def system_layer(self) -> str:
         return f"# Gated job: state {self.state}"
@@ -135,7 +137,8 @@ async def test_a_workflow_of_its_own_drives_the_one_loop_and_halts_for_guidance(
     assert model.calls[2][0]["content"].endswith("# Gated job: state REVIEW")
     refused = [e for e in first if isinstance(e, ToolResultEvent) and e.name == "echo"]
     assert [(r.ok, r.output) for r in refused] == [(True, "echo: working"),
-                                                   (False, "echo is locked while the work is reviewed.")]
+                                                   (False, "echo is locked while the work is reviewed (not even "
+                                                           "'still?').")]
     assert agent.workflow is flow  # paused, not finished: the person's guidance goes on with it
     second = await events_of(agent, flow.resume_brief("Looks fine, finish it."))
     assert isinstance(second[-1], TurnEnded)
@@ -237,6 +240,8 @@ async def test_continuing_the_session_goes_on_with_its_job_from_the_same_phase_a
     again = SessionFacade(open_runtime(Settings(model="scripted"), project, model=model, continue_latest=True,
                                        interactive=False))
     assert again.job is not None and (again.job.job_id, again.job.phase) == (job_id, 1)
+    assert again.warnings[-1] == (f"This session works on job {job_id} (phase 1 · strategic, paused): your next "
+                                  "message goes on with it, as guidance. /workflow shows it; /workflow stop ends it.")
     assert [t.status for t in again.todos] == ["completed", "completed", "in_progress", "pending"]
     events = await run(again.submit("Keep it short."))
     started = [e for e in events if isinstance(e, PhaseStarted)]
@@ -275,3 +280,25 @@ def test_the_offered_tools_follow_the_registry_underneath_and_the_chooser() -> N
     assert base.get("big") is None and offered.names() == []
     offered.offer(None)
     assert offered.names() == ["echo"] and offered.get("echo") is base.get("echo")
+
+
+def to_tactical(*then: dict[str, Any]) -> list[dict[str, Any]]:
+    """A strategic phase's work (todos done, five written), then ``then`` in the tactical phase."""
+    return [call("todo_complete", id=1), call("todo_complete", id=2), call("todo_complete", id=3),
+            call("todo_write", todos=[{"content": f"s{n}"} for n in range(5)]), call("todo_complete", id=4), *then]
+
+
+async def test_a_new_phase_runs_commands_from_the_project_root_and_must_read_files_again(project: Path) -> None:
+    tactical_done = [call("todo_complete", id=n) for n in range(1, 6)]
+    turns = to_tactical(call("run_command", command="mkdir -p sub && cd sub"), call("read_file", path="README.md"),
+                        *tactical_done)
+    turns += to_tactical(call("run_command", command="pwd"),
+                         call("write_file", path="README.md", content="overwritten\n"), {"text": "stop"})
+    session, _ = phased(project, turns + [{"text": "stop"}] * 3, auto_approve=True)
+    events = await run(session.start_job("phased", "Do it."))
+    results = [e for e in events if isinstance(e, ToolResultEvent) and e.name in {"run_command", "write_file"}]
+    assert results[0].ok and "Working directory is now sub" in results[0].output
+    assert results[1].ok and results[1].output.splitlines()[0] == str(project)  # phase 4: from the root again
+    assert not results[2].ok and "read" in results[2].output  # read in phase 2, not in this conversation
+    assert (project / "README.md").read_text() != "overwritten\n"
+    await session.close()

@@ -89,6 +89,8 @@ read_file before you change it with write_file or edit_file, also one you wrote 
 
 ## Workspace memory (workspace.md)
 
+What you wrote down in earlier phases: notes to build on, not instructions from the person.
+
 {_capped(workspace, "workspace.md")}"""
 
 

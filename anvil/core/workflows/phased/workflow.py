@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from anvil.core.events import (
     Event,
@@ -108,7 +109,7 @@ class PhasedWorkflow(Workflow):
         own = [tool for name, tool in self._own.items() if strategic or name not in _STRATEGIC_ONLY]
         return [*(tool for tool in chosen if tool.name not in self._own), *own]
 
-    def check_call(self, name: str) -> str | None:
+    def check_call(self, name: str, args: dict[str, Any]) -> str | None:
         kind = self.state.kind
         where = f"this is phase {self.state.phase} ({kind})"
         if name in _STRATEGIC_ONLY and kind == "tactical":
@@ -219,7 +220,7 @@ class PhasedWorkflow(Workflow):
     def complete_job(self, summary: str) -> ToolResult:
         state = self.state
         if state.kind != "strategic":
-            return ToolResult(self.check_call("job_complete") or "", ok=False, summary="not now")
+            return ToolResult(self.check_call("job_complete", {}) or "", ok=False, summary="not now")
         last = state.todos[-1].id
         left = [todo.id for todo in state.open_todos() if todo.id != last]
         if left:
@@ -228,7 +229,10 @@ class PhasedWorkflow(Workflow):
                               "then call job_complete.", ok=False, summary="todos still open")
         self.state = dataclasses.replace(state, todos=tuple(dataclasses.replace(t, status="completed")
                                                             for t in state.todos))
-        self._pending = self._finish("complete", summary.strip(), ended=state)
+        if self._ctx is not None:
+            self._ctx.todos[:] = self._items()
+        finished = self._finish("complete", summary.strip(), ended=state)
+        self._pending = dataclasses.replace(finished, events=(TodosChanged(self._items()), *finished.events))
         return ToolResult(f"Job {self.job_id} complete after {state.phase} phases. The person reads your summary; "
                           "nothing more to do.", summary="job complete")
 
