@@ -271,7 +271,11 @@ def jobs_dir(settings: Settings, root: Path) -> Path:
 
 
 def workflow_settings(settings: Settings, name: str) -> Any:
-    """Workflow ``name``'s settings as the plain values the core takes."""
+    """Workflow ``name``'s settings (``[workflows.NAME]``) as the plain values the core takes."""
+    return {"phased": _phased_settings}[name](settings)
+
+
+def _phased_settings(settings: Settings) -> PhasedSettings:
     phased = settings.workflows.phased
     return PhasedSettings(
         tuple(phased.strategic_tools) if phased.strategic_tools is not None else None,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from anvil.core.context.meter import ContextMeter
-from anvil.core.events import Event, ToolCall, UsageReport
+from anvil.core.events import Event, Notice, ToolCall, UsageReport
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import History
 from anvil.core.loop.interrupt import Interrupter
@@ -120,9 +120,14 @@ class WorkflowSteps:
     # -- transitions -------------------------------------------------------------------------------------------------
 
     def _apply(self, turn: TurnState, transition: Transition) -> list[Event]:
+        """A transition: its events; the tools chosen again (the workflow's state changed); a fresh conversation;
+        the end of the turn, saying why when the job pauses (the person is needed: they must read it)."""
         events = [self.history.record(event) for event in transition.events]
+        self.offered.refresh()
         if transition.reset and self.workflow is not None:
             events += self._restart(turn)
+        if transition.end == "pause" and transition.message:
+            events.append(self.history.record(Notice(transition.message)))
         if transition.end is not None:
             turn.end("done", transition.message)
             if transition.end == "finish":

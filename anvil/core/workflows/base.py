@@ -41,10 +41,13 @@ class JobError(Exception):
 class Transition:
     """What a workflow's answer changes in the run.
 
-    ``events`` are recorded and shown in order. ``reset``: the conversation starts afresh (system prompt
-    re-rendered, the new tools, :meth:`Workflow.brief` as its first message); the calls left in the model's reply
-    are dropped with the reply. ``end``: the turn ends after this call, ``"pause"`` keeping the job for the person's
-    next message, ``"finish"`` ending it; ``message`` says why, as the turn's closing line.
+    ``events`` are recorded and shown in order. Any transition makes the loop ask
+    :meth:`Workflow.offered_tools` again (return one, even empty, when the tools of the state changed).
+    ``reset``: the conversation starts afresh (system prompt re-rendered, :meth:`Workflow.brief` as its first
+    message); the calls left in the model's reply are dropped with the reply. ``end``: the turn ends after this
+    call, ``"pause"`` keeping the job for the person's next message (``message``, why, is shown to them as a
+    notice), ``"finish"`` ending it and detaching the workflow (``message`` closes the turn; the workflow's events
+    say the rest).
     """
 
     events: tuple[Event, ...] = ()

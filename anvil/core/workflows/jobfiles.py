@@ -17,6 +17,7 @@ from pathlib import Path
 
 from anvil.core.tools.errors import ToolError
 from anvil.core.tools.files.safe_io import check_regular, located, open_regular, read_all
+from anvil.core.tools.protected import WHY, classify
 from anvil.core.workflows.base import JobError
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -34,6 +35,9 @@ class JobFiles:
     def __init__(self, root: Path, directory: Path) -> None:
         if not directory.is_relative_to(root) or directory == root:
             raise JobError(f"A job's directory must be inside the project ({root}), not {directory}.")
+        kind = classify(directory / "state.yaml", [], None)
+        if kind is not None:  # never a job in .git or in .anvil's hooks or agents, whatever the id or the setting
+            raise JobError(f"{directory} cannot hold a job: it is {kind} ({WHY[kind]}).")
         self.root = root
         self.dir = directory
 

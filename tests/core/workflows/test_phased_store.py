@@ -144,3 +144,9 @@ def test_ordinary_jobs_directories_are_fine(project: Path, jobs_dir: str) -> Non
 def test_a_job_id_is_a_plain_name(project: Path, job_id: str) -> None:
     with pytest.raises(JobError, match="is not a job id"):
         job_directory(project / ".anvil" / "jobs", job_id)
+
+
+@pytest.mark.parametrize("job_id", ["hooks", "agents"])
+def test_a_job_id_that_names_anvils_configuration_is_refused(project: Path, job_id: str) -> None:
+    with pytest.raises(JobError, match="cannot hold a job: it is anvil's own configuration"):
+        PhasedWorkflow.open(project, job_directory(project / ".anvil", job_id), SETTINGS)

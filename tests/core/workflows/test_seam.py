@@ -139,6 +139,7 @@ async def test_a_workflow_of_its_own_drives_the_one_loop_and_halts_for_guidance(
     assert [(r.ok, r.output) for r in refused] == [(True, "echo: working"),
                                                    (False, "echo is locked while the work is reviewed (not even "
                                                            "'still?').")]
+    assert [e.message for e in first if isinstance(e, Notice)] == ["Halted: the review needs the person."]
     assert agent.workflow is flow  # paused, not finished: the person's guidance goes on with it
     second = await events_of(agent, flow.resume_brief("Looks fine, finish it."))
     assert isinstance(second[-1], TurnEnded)
@@ -302,3 +303,20 @@ async def test_a_new_phase_runs_commands_from_the_project_root_and_must_read_fil
     assert not results[2].ok and "read" in results[2].output  # read in phase 2, not in this conversation
     assert (project / "README.md").read_text() != "overwritten\n"
     await session.close()
+
+
+async def test_a_transition_without_a_reset_chooses_the_tools_again(tmp_path: Path) -> None:
+    class Locking(Gated):
+        def on_tool_result(self, call: ToolCall, result: ToolResult) -> Transition | None:
+            if call.name == "echo":  # the state changes, the conversation goes on: the tools must follow
+                (self.directory / "state").write_text("REVIEW")
+                return Transition()
+            return None
+
+    agent = agent_with(tmp_path, [call("echo", text="one"), call("echo", text="two"), {"text": "done"}])
+    agent.attach_workflow(Locking(tmp_path / "job"))
+    assert sorted(agent.offered.names()) == ["echo", "submit"]
+    events = await events_of(agent, "go")
+    assert agent.offered.names() == ["submit"]
+    results = [(e.ok, e.output) for e in events if isinstance(e, ToolResultEvent)]
+    assert results == [(True, "echo: one"), (False, "echo is locked while the work is reviewed (not even 'two').")]
