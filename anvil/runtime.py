@@ -110,6 +110,9 @@ class Runtime:
             raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
         if not instructions.strip():
             raise JobError("A job needs instructions: say what the job is for (or give --instructions FILE).")
+        if self.agent.workflow is not None:
+            raise JobError(f"This session works on job {self.agent.workflow.job_id} already: /workflow stop ends it, "
+                           "or start the new job in a new session.")
         directory = job_directory(self.jobs_dir(), new_job_id())
         workflow = kind.start(self.root, directory, instructions, workflow_settings(self.settings, name))
         self.agent.attach_workflow(workflow)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from anvil.config import Settings
 from anvil.core.events import (
     Event,
@@ -21,7 +23,7 @@ from anvil.core.events import (
 from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
-from anvil.core.workflows.base import JobStatus, Transition, Workflow
+from anvil.core.workflows.base import JobError, JobStatus, Transition, Workflow
 from anvil.core.workflows.offered import OfferedTools
 from anvil.facade import SessionFacade
 from anvil.runtime import open_runtime
@@ -259,6 +261,8 @@ async def test_stopping_a_job_ends_it_and_gives_the_session_its_tools_back(proje
     await run(session.start_job("phased", "Do it."))
     agent = session.runtime.agent
     assert "run_command" not in agent.offered.names()
+    with pytest.raises(JobError, match=f"This session works on job {session.job.job_id} already"):
+        session.start_job("phased", "Another one.")
     events = session.stop_job()
     assert [(type(e), e.status) for e in events if isinstance(e, JobFinished)] == [(JobFinished, "stopped")]
     assert session.job is None and "run_command" in agent.offered.names()

@@ -93,8 +93,6 @@ class PhasedWorkflow(Workflow):
     def attach(self, ctx: ToolContext, session_id: str) -> None:
         self._ctx = ctx
         ctx.todos[:] = self._items()
-        if self.state.status != "complete":  # a job stopped (by the person, at a budget) may go on when resumed
-            self.state = dataclasses.replace(self.state, status="running", summary="")
         self.state = dataclasses.replace(self.state, session_id=session_id)
         self._save()
 
@@ -133,6 +131,9 @@ class PhasedWorkflow(Workflow):
         return texts.resume_brief(self.state, guidance)
 
     def begin(self) -> list[Event]:
+        if self.state.status != "complete":  # a turn works on it (a job stopped by the person or a budget goes on)
+            self.state = dataclasses.replace(self.state, status="running", summary="")
+            self._save()
         if self._announced:
             return []
         self._announced = True
