@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from anvil.frontend.jobs import JobLaunch
+
 EXIT_USAGE = 2
 
 
@@ -54,10 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replay a scripted session in the app on a copy of a demo project (no key, no network)")
     parser.add_argument("--plain", action="store_true",
                         help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
+    parser.add_argument("--workflow", metavar="NAME",
+                        help="work as a long job: 'phased' (strategic and tactical phases in turn). Its instructions "
+                             "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
+                             "with a job")
+    parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
+    # `anvil -p --workflow phased "..."`: the prompt may also come after the options (-p then takes no value)
+    parser.add_argument("words", nargs="*", metavar="PROMPT", help=argparse.SUPPRESS)
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
-                        help="resume the newest session of this directory")
-    resume.add_argument("--resume", metavar="ID", help="resume the session with this id")
+                        help="resume the newest session of this directory (and the job it worked on)")
+    resume.add_argument("--resume", metavar="ID", help="resume the session with this id (with --workflow: the job)")
     return parser
 
 
@@ -87,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.max_iterations is not None and args.max_iterations < 1:
         parser.error("--max-iterations must be at least 1")
+    problem = _job_problem(args)
+    if problem:
+        parser.error(problem)
+    if args.words:
+        if args.prompt != "":
+            parser.error(f"unrecognized arguments: {' '.join(args.words)} (a prompt goes with -p)")
+        args.prompt = " ".join(args.words)
     if args.prompt is None and args.input_format == "text":
         if args.plain:
             return _plain(args)
@@ -98,7 +114,47 @@ def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.repl import launch
 
-    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest, trust=_trust(args))
+    job = _job(args)
+    if isinstance(job, int):
+        return job
+    return launch(_flags(args), resume=None if job else args.resume, continue_latest=args.continue_latest,
+                  trust=_trust(args), job=job)
+
+
+def _job_problem(args: Any) -> str | None:
+    """What is wrong with the workflow flags together, for argparse to report."""
+    if args.instructions and not args.workflow:
+        return "--instructions goes with --workflow NAME (a job's instructions)"
+    if args.workflow and args.continue_latest:
+        return "-c resumes the newest session and the job it worked on by itself; leave out --workflow"
+    if args.workflow and args.instructions and args.resume:
+        return "--instructions starts a new job, --resume JOB goes on with one: give one of them"
+    if args.workflow and args.input_format == "stream-json":
+        return "--workflow takes its instructions from -p or --instructions, not from --input-format stream-json"
+    return None
+
+
+def _job(args: Any) -> JobLaunch | int | None:
+    """The job ``--workflow`` asks for (None without it); EXIT_USAGE, said on stderr, when --instructions cannot
+    be read."""
+    if not args.workflow:
+        return None
+    from anvil.frontend.jobs import JobLaunch
+
+    instructions = None
+    if args.instructions:
+        try:
+            with open(args.instructions, encoding="utf-8") as file:
+                instructions = file.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"anvil: cannot read --instructions {args.instructions}: {getattr(exc, 'strerror', None) or exc}.",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        if not instructions.strip():
+            print(f"anvil: --instructions {args.instructions} is empty; write what the job is for in it.",
+                  file=sys.stderr)
+            return EXIT_USAGE
+    return JobLaunch(args.workflow, instructions, args.resume)
 
 
 def _flags(args: Any) -> dict[str, Any]:
@@ -126,7 +182,11 @@ def _headless(args: Any) -> int:
     from anvil.config import ConfigError, load_settings
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
+    from anvil.core.workflows.base import JobError
 
+    job = _job(args)
+    if isinstance(job, int):
+        return job
     if args.input_format == "stream-json":
         problem = _stream_input_problem(args)
         if problem:
@@ -135,7 +195,7 @@ def _headless(args: Any) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if prompt is None or not prompt.strip():
+        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)):
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
             return EXIT_USAGE
     try:
@@ -143,16 +203,18 @@ def _headless(args: Any) -> int:
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
-        runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest,
-                               interactive=False)
-        return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format))
+        runtime = open_runtime(settings, Path.cwd(), resume=None if job else args.resume,
+                               continue_latest=args.continue_latest, interactive=False,
+                               resume_job=(job.workflow, job.resume) if job and job.resume else None)
+        return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format,
+                                        job=job))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ConfigError, SessionError, ModelError) as exc:
+    except (ConfigError, SessionError, ModelError, JobError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -178,6 +240,9 @@ def _tui(args: Any) -> int:
         print("anvil: the interactive app needs a terminal; use `anvil -p PROMPT` in scripts and pipes.",
               file=sys.stderr)
         return EXIT_USAGE
+    job = _job(args)
+    if isinstance(job, int):
+        return job
     flags = _flags(args)
     if args.theme:
         flags["theme"] = args.theme
@@ -197,8 +262,9 @@ def _tui(args: Any) -> int:
         model, demo_prompt = demo_model(), DEMO_PROMPT
     from anvil.tui.app import AnvilApp
 
-    app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
-                   theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args))
+    app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=None if job else args.resume,
+                   continue_latest=args.continue_latest, theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args),
+                   job=job)
     try:
         code = app.run()
     finally:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from anvil.config_imports import IMPORT_KEYS, MCP_JSON, Imported, import_flags, read_imports
 from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
+from anvil.config_workflows import WorkflowsConfig
 from anvil.core.hooks.config import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
 from anvil.core.policy.approval import Scope, parse_rule
@@ -128,10 +129,11 @@ class Settings(BaseModel):
     """Also run the hooks of the project's ``.claude/settings.json`` (Claude Code's format), in a trusted folder."""
     import_mcp_json: bool = False
     """Also start the servers of the project's ``.mcp.json`` (``mcpServers``), in a trusted folder."""
+    workflows: WorkflowsConfig = Field(default_factory=WorkflowsConfig)
+    """Phased jobs and where jobs keep their files (``[workflows] jobs_dir``, ``[workflows.phased]``)."""
 
     # Not a setting: set by load_settings. Untrusted unless decided, so a project's files stay inert by default.
     _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
-
     _import_notes: list[str] = PrivateAttr(default_factory=list)
 
     @property
@@ -149,8 +151,7 @@ _TYPE_WORDS = {
     "int_parsing": "a whole number", "int_type": "a whole number", "bool_parsing": "true or false",
     "bool_type": "true or false", "string_type": "a string (in quotes)", "float_parsing": "a number",
     "float_type": "a number", "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table",
-    "model_type": "a table", "greater_than_equal": "a larger number",
-}
+    "model_type": "a table", "greater_than_equal": "a larger number"}
 
 
 def xdg_config_home() -> Path:
@@ -252,7 +253,7 @@ def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
 
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
 _TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
-           "commands", "acp"}
+           "commands", "acp", "workflows"}
 
 
 def env_layer(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The tables of the settings that are more than one value: ``[permissions]``, ``[sandbox]``, ``[commands]``,
-``[acp]``.
+``[acp]`` (``[workflows]`` is in :mod:`anvil.config_workflows`).
 
 Each is a pydantic model with ``extra="forbid"``, so an unknown key is a configuration error naming it; the
 attribute docstrings are the documentation ``anvil config`` and the README draw on.
@@ -81,3 +81,4 @@ class AcpConfig(BaseModel):
     terminal: bool = False
     """Run the model's foreground commands in the editor's terminal, where you watch them, when the editor offers
     one. They run the same command line as otherwise, so still in anvil's sandbox."""
+

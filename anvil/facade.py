@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
     from anvil.core.tools.base import EditorTerminal
+    from anvil.core.workflows.base import JobStatus
 
 
 @dataclass(frozen=True)
@@ -159,8 +160,38 @@ class SessionFacade:
     # -- turns -----------------------------------------------------------------------------------------
 
     def submit(self, text: str) -> AsyncIterator[Event]:
-        """Run a turn for ``text`` (prepared by the front end); its events, up to and with turn_ended."""
-        return self._agent.run_turn(text)
+        """Run a turn for ``text`` (prepared by the front end); its events, up to and with turn_ended. With a job
+        attached, the turn goes on with the job: ``text`` is the person's guidance (it may be empty)."""
+        workflow = self._agent.workflow
+        return self._agent.run_turn(workflow.resume_brief(text) if workflow is not None else text)
+
+    # -- workflow jobs ---------------------------------------------------------------------------------------
+
+    @property
+    def job(self) -> JobStatus | None:
+        """The workflow job this session works on (running or paused), or None."""
+        workflow = self._agent.workflow
+        return workflow.status() if workflow is not None else None
+
+    def start_job(self, workflow: str, instructions: str) -> AsyncIterator[Event]:
+        """Start a job of ``workflow`` for ``instructions`` in this session (a fresh one) and run it: its events, up
+        to the turn_ended that pauses or ends it. Raises JobError (before any event) when it cannot start."""
+        job = self._runtime.start_job(workflow, instructions)
+        return self._agent.run_turn(job.brief())
+
+    def stop_job(self, reason: str = "stopped by the person") -> list[Event]:
+        """End the attached job (between turns); the session goes on as a plain conversation."""
+        return self._agent.stop_workflow(reason)
+
+    def jobs(self) -> list[str]:
+        """This project's job ids, newest first (empty when the jobs directory is not usable)."""
+        from anvil.core.workflows.base import JobError
+        from anvil.core.workflows.jobs import list_jobs
+
+        try:
+            return list_jobs(self._runtime.jobs_dir())
+        except JobError:
+            return []
 
     def steer(self, text: str) -> None:
         """A message typed while a turn runs: the model sees it before its next call."""

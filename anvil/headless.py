@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -35,16 +35,22 @@ from anvil.core.events import (
     AssistantMessage,
     ErrorEvent,
     Event,
+    JobFinished,
     Notice,
+    PhaseEnded,
+    PhaseStarted,
     PlanProposed,
     Retrying,
     ToolCallStarted,
+    TransitionRejected,
     TurnEnded,
     headless_denial,
 )
 from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
+from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
+from anvil.frontend.jobs import JobLaunch
 from anvil.frontend.lines import describe
 from anvil.frontend.prompt import prepare_prompt, prompt_turn
 from anvil.runtime import Runtime
@@ -52,8 +58,9 @@ from anvil.runtime import Runtime
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
+JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
-    "text": (ErrorEvent, Notice, Retrying), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
+    "text": (ErrorEvent, Notice, Retrying, *JOB_EVENTS), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
 PLAN_ONLY = ("plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it out, or "
              "without --mode plan.")
 #: how a turn ended, in Claude Code's words (its ``subtype``)
@@ -72,6 +79,15 @@ class _Run:
     started: float = field(default_factory=time.monotonic)
     calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     denials: list[dict[str, Any]] = field(default_factory=list)
+    job: PhaseStarted | None = None  # the workflow job the run worked on (its last phase)
+    finished: JobFinished | None = None  # how that job ended, when it did
+
+    @property
+    def result(self) -> str:
+        """What the run answered: a completed job's summary, a proposed plan, or the last reply."""
+        if self.finished is not None and self.finished.status == "complete":
+            return self.finished.summary
+        return self.plan if self.plan is not None else self.answer
 
 
 class _Output:
@@ -112,13 +128,15 @@ class _Output:
             self.complain(ended.message)
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
-        text = run.plan if run.plan is not None else run.answer
+        text = run.result
         if self.format == "text" and text:
             self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format in {"json", "stream-json"}:
             self._json(result_object(session, run))
         self.out.flush()
-        return EXIT_CODES.get(ended.reason, EXIT_ERROR)
+        code = EXIT_CODES.get(ended.reason, EXIT_ERROR)
+        job_unfinished = run.job is not None and (run.finished is None or run.finished.status != "complete")
+        return EXIT_ERROR if code == EXIT_OK and job_unfinished else code  # a job that stopped short is no success
 
     def _json(self, data: dict[str, Any]) -> None:
         self.out.write(self.masker.mask_json(json.dumps(data, ensure_ascii=False)) + "\n")
@@ -126,9 +144,10 @@ class _Output:
 
 async def run_headless(runtime: Runtime, prompt: str | None, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None, *, input_format: str = "text",
-                       stdin: TextIO | None = None) -> int:
+                       stdin: TextIO | None = None, job: JobLaunch | None = None) -> int:
     """One turn for ``prompt``; with ``input_format="stream-json"``, a turn for every user message on ``stdin``
-    (after ``prompt``, when there is one)."""
+    (after ``prompt``, when there is one). With ``job``, a workflow job: a new one for its instructions (or the
+    prompt), or, resumed, the job the runtime was opened on, with the prompt as guidance."""
     session = SessionFacade(runtime)
     output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
     output.started(session)
@@ -149,11 +168,27 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
         finally:
             await session.close()
     try:
+        stream = _job_stream(session, job, prompt or "")
+    except JobError as exc:
+        output.complain(str(exc))
+        await session.close()
+        return EXIT_ERROR
+    try:
         with _interrupt_on_sigint(session):
-            run = await _turn(session, prompt or "", output)
+            run = await _turn(session, prompt or "", output, stream)
     finally:
         await session.close()
     return output.finish(run, session)
+
+
+def _job_stream(session: SessionFacade, job: JobLaunch | None, prompt: str) -> AsyncIterator[Event] | None:
+    """A new job's run (its instructions: the file's, then the prompt with its @files attached); None for a plain
+    turn, or a resumed job's (the runtime has it: the prompt is guidance). Raises JobError."""
+    if job is None or job.resume:
+        return None
+    instructions = "\n\n".join(part for part in (job.instructions or "",
+                                                 prepare_prompt(prompt, session.root).text) if part.strip())
+    return session.start_job(job.workflow, instructions)
 
 
 async def _conversation(session: SessionFacade, prompt: str | None, output: _Output, stdin: TextIO) -> int:
@@ -226,9 +261,10 @@ def user_message(line: str) -> tuple[str | None, str | None]:
     return None, 'the message has no content: {"message": {"role": "user", "content": "..."}}'
 
 
-async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
+async def _turn(session: SessionFacade, prompt: str, output: _Output,
+                stream: AsyncIterator[Event] | None = None) -> _Run:
     run = _Run()
-    async for event in prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
+    async for event in stream or prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
             event.answer(headless_denial(event.reasons))
         output.event(event)
@@ -243,6 +279,10 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
             case ApprovalAnswered(allow=False, by=by) if by != "interrupt":
                 name, args = run.calls.get(event.call_id, (event.tool, {}))
                 run.denials.append({"tool_name": name, "tool_use_id": event.call_id, "tool_input": args, "by": by})
+            case PhaseStarted():
+                run.job = event
+            case JobFinished():
+                run.finished = event
             case TurnEnded():
                 run.ended = event
     return run
@@ -280,7 +320,7 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
     result: dict[str, Any] = {
         "type": "result",
         "subtype": SUBTYPES.get(ended.reason, "error_during_execution"),
-        "result": run.plan if run.plan is not None else run.answer,
+        "result": run.result,
         "session_id": session.id,
         "is_error": ended.reason != "done",
         "stop_reason": ended.reason,
@@ -299,6 +339,11 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
     }
     if run.plan is not None:
         result.update(plan=run.plan, stop_reason="plan")
+    if run.job is not None:
+        job = run.job
+        result["job"] = {"workflow": job.workflow, "job_id": job.job_id, "job_dir": job.job_dir, "phase": job.phase,
+                         "kind": job.kind, "status": run.finished.status if run.finished else "paused",
+                         "summary": run.finished.summary if run.finished else ""}
     return result
 
 

@@ -49,6 +49,11 @@ from anvil.core.tools.edit.styles import offer_edit_tools
 from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
+from anvil.core.workflows.base import JobError, Workflow
+from anvil.core.workflows.jobfiles import new_job_id
+from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
+from anvil.core.workflows.phased.logic import Limits
+from anvil.core.workflows.phased.workflow import PhasedSettings
 from anvil.trust import ignored_notice
 
 
@@ -93,6 +98,25 @@ class Runtime:
                 await self.mcp.wait_started(wait_for_mcp)
                 self.mcp.sync_registry(self.agent.tools)
         return notices
+
+    def jobs_dir(self) -> Path:
+        """Where this project's jobs keep their files (``[workflows] jobs_dir``); JobError when it may not."""
+        return jobs_dir(self.settings, self.root)
+
+    def start_job(self, name: str, instructions: str) -> Workflow:
+        """A new job of workflow ``name`` for ``instructions``, attached to this session; JobError if it cannot be."""
+        kind = WORKFLOWS.get(name)
+        if kind is None:
+            raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
+        if not instructions.strip():
+            raise JobError("A job needs instructions: say what the job is for (or give --instructions FILE).")
+        if self.agent.workflow is not None:
+            raise JobError(f"This session works on job {self.agent.workflow.job_id} already: /workflow stop ends it, "
+                           "or start the new job in a new session.")
+        directory = job_directory(self.jobs_dir(), new_job_id())
+        workflow = kind.start(self.root, directory, instructions, workflow_settings(self.settings, name))
+        self.agent.attach_workflow(workflow)
+        return workflow
 
     async def switch_model(self, name: str) -> str | None:
         """Use model ``name`` from the next call on (both front ends' /model). Returns what its preflight
@@ -164,8 +188,12 @@ def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], sess
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,
-                 model: Model | None = None, interactive: bool = True) -> Runtime:
-    """Raises SessionError / ModelError with a message for the person when something is wrong."""
+                 model: Model | None = None, interactive: bool = True,
+                 resume_job: tuple[str, str] | None = None) -> Runtime:
+    """Raises SessionError / ModelError / JobError with a message for the person when something is wrong.
+
+    ``resume_job`` (workflow, job id) goes on with that job: in the session that worked on it last, when it is
+    still there, else in a new one."""
     root = root.resolve()
     tighten_tree(data_dir())  # 0700/0600, also for what an older anvil wrote; cheap after the first start
     masker = secret_masker(settings)
@@ -173,6 +201,9 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     warnings: list[str] = settings.import_notes  # what .claude/settings.json or .mcp.json could not give
     state: SessionState | None = None
     session: Session | None = None
+    job = open_job(settings, root, *resume_job) if resume_job is not None else None
+    if job is not None:
+        resume = _job_session(store, job, warnings)
     if resume:
         session = store.open(resume)
     elif continue_latest:
@@ -231,7 +262,73 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
         agent.turn = state.turns
         agent.usage.restore({**vars(state), "cost": state.total_cost})
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
+    if job is None and state is not None and state.workflow:
+        job = _session_job(settings, root, state.workflow, warnings)
+    if job is not None:
+        agent.attach_workflow(job)
     return runtime
+
+
+def jobs_dir(settings: Settings, root: Path) -> Path:
+    return jobs_root(root.resolve(), settings.workflows.jobs_dir, [user_config_dir()], data_dir())
+
+
+def workflow_settings(settings: Settings, name: str) -> Any:
+    """Workflow ``name``'s settings (``[workflows.NAME]``) as the plain values the core takes."""
+    return {"phased": _phased_settings}[name](settings)
+
+
+def _phased_settings(settings: Settings) -> PhasedSettings:
+    phased = settings.workflows.phased
+    return PhasedSettings(
+        tuple(phased.strategic_tools) if phased.strategic_tools is not None else None,
+        tuple(phased.tactical_tools) if phased.tactical_tools is not None else None,
+        Limits(phased.min_todos, phased.max_todos, phased.max_phases or None, phased.max_iterations or None,
+               phased.max_cost or None))
+
+
+def open_job(settings: Settings, root: Path, name: str, job_id: str) -> Workflow:
+    """Job ``job_id`` of workflow ``name``, to go on with; JobError when there is none or it is complete."""
+    kind = WORKFLOWS.get(name)
+    if kind is None:
+        raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
+    workflow = kind.open(root.resolve(), job_directory(jobs_dir(settings, root), job_id),
+                         workflow_settings(settings, name))
+    status = workflow.status()
+    if status.status == "complete":
+        raise JobError(f"Job {job_id} is complete; its files are in {status.job_dir}. Start a new job for more work.")
+    return workflow
+
+
+def _job_session(store: SessionStore, job: Workflow, warnings: list[str]) -> str | None:
+    """The session that worked on ``job`` last, to resume its conversation; None (a new one) when it is gone."""
+    session_id = job.status().session_id
+    if session_id and (store.dir / f"{session_id}.jsonl").is_file():
+        return session_id
+    if session_id:
+        warnings.append(f"The session that worked on job {job.job_id} last ({session_id}) is gone; the job goes on "
+                        "in a new one, from its files.")
+    return None
+
+
+def _session_job(settings: Settings, root: Path, record: dict[str, Any], warnings: list[str]) -> Workflow | None:
+    """The job a resumed session worked on, attached again; None (and why) when it cannot be."""
+    name, job_dir = str(record.get("workflow", "")), Path(str(record.get("job_dir", "")))
+    kind = WORKFLOWS.get(name)
+    try:
+        if kind is None:
+            raise JobError(f"this anvil has no workflow called {name!r}")
+        workflow = kind.open(root.resolve(), job_dir, workflow_settings(settings, name))
+    except JobError as exc:
+        warnings.append(f"This session worked on a job that cannot go on ({exc}); it continues as a plain "
+                        "conversation.")
+        return None
+    status = workflow.status()
+    if status.status == "complete":
+        return None
+    warnings.append(f"This session works on job {status.job_id} ({status.label}, {status.status}): your next message "
+                    "goes on with it, as guidance. /workflow shows it; /workflow stop ends it.")
+    return workflow
 
 
 class _TrustKeepingPolicy(ApprovalPolicy):

@@ -356,6 +356,12 @@ async def _export(ctx: CommandContext, arg: str) -> Reply:
     return [Show(f"Exported the conversation to {path}")]
 
 
+async def _workflow(ctx: CommandContext, arg: str) -> Reply:
+    from anvil.frontend.jobs import workflow_command
+
+    return await workflow_command(ctx.session, arg)
+
+
 async def _exit(ctx: CommandContext, arg: str) -> Reply:
     return [Exit()]
 
@@ -378,5 +384,7 @@ COMMANDS = CommandSet([
     Command("rewind", "/rewind [turn] [code|chat|both]", "list turns, or go back to before one (code, conversation)",
             _rewind, idle_only=True),
     Command("export", "/export [file]", "write the conversation as Markdown into the project", _export),
+    Command("workflow", "/workflow [phased INSTRUCTIONS|stop]", "this session's job; start a phased job; stop it",
+            _workflow, idle_only=True),
     Command("exit", "/exit", "quit anvil", _exit, needs_session=False),
 ])

@@ -18,15 +18,19 @@ from anvil.core.events import (
     CompactionStarted,
     ErrorEvent,
     Event,
+    JobFinished,
     Notice,
+    PhaseEnded,
+    PhaseStarted,
     Retrying,
     TodoItem,
     ToolProgress,
+    TransitionRejected,
     TurnEnded,
 )
 
-#: how a line is shown: the TUI's entry colours, the plain REPL's glyphs
-LineKind = Literal["error", "retry", "compaction", "notice", "interrupted"]
+#: how a line is shown: the TUI's entry colours, the plain REPL's glyphs ("phase": a workflow job's phases)
+LineKind = Literal["error", "retry", "compaction", "notice", "interrupted", "phase"]
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
 _COMPACTED_HOW = {1: " (old tool results shortened)", 2: " (older messages summarised)"}
 
@@ -53,11 +57,45 @@ def describe(event: Event) -> Line | None:
             return Line("compaction", f"Compacted: {before:,} → {after:,} tokens{_COMPACTED_HOW.get(tier, '')}.{note}")
         case Notice(message=message):
             return Line("notice", message)
+        case PhaseStarted() | PhaseEnded() | TransitionRejected() | JobFinished():
+            return job_line(event)
         case TurnEnded(reason="interrupted"):
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
     return None
+
+
+def job_line(event: PhaseStarted | PhaseEnded | TransitionRejected | JobFinished) -> Line:
+    """A workflow job's phases, in one line each: a phase begins (the TUI draws it as a divider), ends, cannot end
+    yet; the job ends."""
+    match event:
+        case PhaseStarted():
+            return Line("phase", phase_started_text(event))
+        case PhaseEnded(phase=phase, kind=kind, detail=detail):
+            return Line("phase", f"Phase {phase} ({kind}) done" + (f": {detail}." if detail else "."))
+        case TransitionRejected(phase=phase, reason=reason):
+            return Line("notice", f"Phase {phase} cannot end yet: {reason}")
+        case JobFinished(status="complete", job_id=job_id, phases=phases, summary=summary, job_dir=job_dir):
+            return Line("phase", f"Job {job_id} complete after {phases} phases ({job_dir}/): {short(summary, 300)}")
+    return Line("error", f"Job {event.job_id} stopped after {event.phases} phases: {event.summary}")
+
+
+def phase_label(phase: int, kind: str) -> str:
+    """``phase 3 · tactical``: the status bar's and the toolbar's words for where a job is."""
+    return f"phase {phase} · {kind}"
+
+
+def phase_started_text(event: PhaseStarted) -> str:
+    done = sum(item.status == "completed" for item in event.todos)
+    title = f": {event.title}" if event.title else ""
+    where = f"Phase {event.phase} · {event.kind}{title}"
+    if event.resumed:
+        return (f"Job {event.job_id} resumed in {where} ({done}/{len(event.todos)} todos done; files in "
+                f"{event.job_dir}/).")
+    if event.phase == 1:
+        return f"Job {event.job_id} started: {where}, {len(event.todos)} todos (files in {event.job_dir}/)."
+    return f"{where}. {event.detail}".rstrip()
 
 
 def thought_text(reasoning: str, *, done: bool = True) -> str:

@@ -14,8 +14,9 @@ from prompt_toolkit.formatted_text import FormattedText, PygmentsTokens, StyleAn
 from prompt_toolkit.styles import Style
 
 from anvil.core.events import ApprovalRequested, Event, TodoItem, ToolCallStarted, ToolResultEvent
+from anvil.core.workflows.base import JobStatus
 from anvil.frontend.commands import todo_text
-from anvil.frontend.lines import ScopeChoice, cwd_text, describe, short, thought_text
+from anvil.frontend.lines import ScopeChoice, cwd_text, describe, phase_label, short, thought_text
 
 STYLE = Style.from_dict({
     "tool": "bold ansicyan", "args": "", "ok": "ansigreen", "fail": "ansired bold", "dim": "ansibrightblack",
@@ -29,7 +30,7 @@ PREVIEW_LINES = 2
 MAX_DIFF_LINES = 80
 #: the style and glyph of each kind of one-line entry (anvil.frontend.lines)
 LINE_STYLES = {"error": ("class:error", "✗"), "retry": ("class:notice", "↻"), "compaction": ("class:notice", "⟳"),
-               "notice": ("class:notice", "ℹ"), "interrupted": ("class:notice", "⏹")}
+               "notice": ("class:notice", "ℹ"), "interrupted": ("class:notice", "⏹"), "phase": ("class:title", "──")}
 
 
 def args_summary(name: str, args: dict[str, Any], width: int = 90) -> str:
@@ -162,9 +163,9 @@ def gauge(fraction: float, width: int = 10) -> StyleAndTextTuples:
 
 
 def toolbar(*, used: int | None, window: int | None, cost: float | None, model: str, mode: str,
-            hint: str = "", sandbox: str = "") -> FormattedText:
+            hint: str = "", sandbox: str = "", job: JobStatus | None = None) -> FormattedText:
     """The bottom toolbar: context gauge, cost ($? when unknown), model, approval mode, whether commands are
-    sandboxed (or a passing hint)."""
+    sandboxed, a workflow job's phase ("phase 2 · tactical"), or a passing hint."""
     out: StyleAndTextTuples = [("", " ctx ")]
     if used is not None and window:
         fraction = used / window
@@ -174,5 +175,7 @@ def toolbar(*, used: int | None, window: int | None, cost: float | None, model: 
     out += [("", f" · {'$?' if cost is None else f'${cost:.4f}'} · {model} · mode: "), ("class:key", mode)]
     if sandbox:
         out.append(("" if sandbox == "sandboxed" else "class:notice", f" · {sandbox}"))
+    if job is not None:
+        out.append(("class:title", f" · {phase_label(job.phase, job.kind)}"))
     out.append(("class:dim", f" · {hint}" if hint else " · Shift+Tab mode · /help"))
     return FormattedText(out)

@@ -54,10 +54,12 @@ from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.facade import SessionFacade
 from anvil.frontend.commands import COMMANDS, command_completions
 from anvil.frontend.guard import guarded, show_each
+from anvil.frontend.jobs import JobLaunch
 from anvil.frontend.lines import answered_text, progress_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
 from anvil.plain.commands import run_slash, show_session
 from anvil.plain.input import KeyReader, PlainCompleter
+from anvil.plain.jobs import launch_job, start_job
 from anvil.plain.render import (
     STYLE,
     diff_text,
@@ -73,8 +75,10 @@ from anvil.runtime import Runtime
 
 
 class PlainRepl:
-    def __init__(self, runtime: Runtime, *, input: Input | None = None, output: Output | None = None) -> None:
+    def __init__(self, runtime: Runtime, *, input: Input | None = None, output: Output | None = None,
+                 job: JobLaunch | None = None) -> None:
         self.session = SessionFacade(runtime)
+        self.job = job  # --workflow: the job to start or go on with first; its workflow while waiting for one
         self.input = input or create_input()
         self.output = output or create_output()
         self.keys = KeyReader(self.input, self.interrupt, self._cycle_mode_while_busy)
@@ -129,7 +133,7 @@ class PlainRepl:
 
     def _toolbar(self) -> FormattedText:
         return toolbar(used=self.used, window=self.window, cost=self.cost, model=self.session.settings.model,
-                       mode=self.session.mode, hint=self.hint, sandbox=self.session.sandbox.label)
+                       mode=self.session.mode, hint=self.hint, sandbox=self.session.sandbox.label, job=self.session.job)
 
     # -- the prompt ------------------------------------------------------------------------------------
 
@@ -165,6 +169,7 @@ class PlainRepl:
         await self.start_session()
         preflight = asyncio.create_task(self._preflight())
         try:
+            await guarded(launch_job(self), "Starting the job", self._error, self.session.data_dir)
             while not self.exit_requested:
                 self.hint = ""
                 try:
@@ -211,6 +216,9 @@ class PlainRepl:
         prompt = prepare_prompt(typed, self.session.root)
         if prompt.attached:
             self.say(f"  attached: {', '.join(prompt.attached)}", "class:dim")
+        if self.job is not None:  # --workflow without instructions: this message is the job's
+            await start_job(self, self.job.workflow, prompt.text)
+            return
         await self.run_events(prompt_turn(self.session, prompt))
 
     async def run_events(self, events: AsyncIterator[Event]) -> None:
@@ -369,18 +377,20 @@ class PlainRepl:
         return answer
 
 
-async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Output | None = None) -> int:
+async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Output | None = None,
+                    job: JobLaunch | None = None) -> int:
     """Run the REPL until /exit or Ctrl+D; closes the runtime's session. Returns the exit status."""
-    return await PlainRepl(runtime, input=input, output=output).run()
+    return await PlainRepl(runtime, input=input, output=output, job=job).run()
 
 
 def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False,
-           trust: bool | None = None) -> int:
+           trust: bool | None = None, job: JobLaunch | None = None) -> int:
     """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
     then the REPL on the real terminal."""
     from anvil.config import ConfigError, load_settings, project_trust
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
+    from anvil.core.workflows.base import JobError
     from anvil.runtime import open_runtime
 
     if not sys.stdin.isatty() or not sys.stdout.isatty():
@@ -395,13 +405,14 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
 
                 trust = decide(check, asyncio.run(ask_trust(trust_question(check))))
         settings = load_settings(Path.cwd(), flags, trust=trust)
-        runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest)
+        runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest,
+                               resume_job=(job.workflow, job.resume) if job is not None and job.resume else None)
         from prompt_toolkit.patch_stdout import patch_stdout
 
         # Anything else printing to stdout (litellm's own messages) goes above the prompt, not through it.
         with patch_stdout(raw=True):
-            return asyncio.run(run_plain(runtime))
-    except (ConfigError, SessionError, ModelError) as exc:
+            return asyncio.run(run_plain(runtime, job=job))
+    except (ConfigError, SessionError, ModelError, JobError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -28,6 +28,7 @@ from anvil.frontend.commands import command_completions, resumed_text
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
+from anvil.tui.jobs import job_to_resume, launch_job, waiting_job
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import choose_theme, configured_theme, load_themes, paint_early_theme
 from anvil.tui.status import StatusBar
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from anvil.core import events as ev
     from anvil.core.model.protocol import Model
     from anvil.facade import SessionFacade
+    from anvil.frontend.jobs import JobLaunch
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
@@ -63,7 +65,7 @@ class AnvilApp(App[int]):
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
                  continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
-                 trust: bool | None = None) -> None:
+                 trust: bool | None = None, job: JobLaunch | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
@@ -76,6 +78,8 @@ class AnvilApp(App[int]):
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
         self._trust = trust  # --trust: the project's risky settings apply without asking
+        self.job_launch = job  # --workflow: the job to start or go on with once the session is ready (tui/jobs.py)
+        self.job_waiting: str | None = None  # a workflow whose new job the next message starts
         self.busy = False
         self.started = False  # set when the runtime is ready (tests wait for it)
         self._wanted_theme = "anvil-dark"
@@ -172,7 +176,7 @@ class AnvilApp(App[int]):
                 settings = self.settings or await self._load_settings()
                 self.session = _facade(await self.warm_up.run("runtime", partial(
                     warmup.open_runtime, settings, self.root, resume=self._resume, continue_latest=self._continue,
-                    model=self._model)))
+                    model=self._model, resume_job=job_to_resume(self.job_launch))))
             except Exception as exc:  # config, session or model problems: say so and keep the app open
                 self.transcript.add_line("error", f"anvil could not start: {exc}")
                 self.status.update_state(phase="not ready")
@@ -227,6 +231,7 @@ class AnvilApp(App[int]):
         for warning in session.warnings:
             self.add_line("notice", warning)
         self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
+        launch_job(self)  # the job's phase in the status bar; --workflow's job started, resumed or waited for
         if session.todos:
             self.show_todos(session.todos)
         if self.demo_prompt:
@@ -289,7 +294,7 @@ class AnvilApp(App[int]):
             self.renderer.queued.append(self.add_user(prompt.typed, queued=True, attached=prompt.attached))
             return
         self.add_user(prompt.typed, attached=prompt.attached)
-        self.start_agent(prompt_turn(self.session, prompt))
+        self.start_agent(waiting_job(self, prompt.text) or prompt_turn(self.session, prompt))
 
     def add_user(self, text: str, *, queued: bool = False, attached: tuple[str, ...] = ()) -> UserEntry:
         shown = text + (f"\n(attached: {', '.join(attached)})" if attached else "")
@@ -334,7 +339,7 @@ class AnvilApp(App[int]):
             self.start_agent(self.session.submit("\n\n".join(pending)))
 
     def show_todos(self, todos: tuple[ev.TodoItem, ...]) -> None:
-        self.query_one("#todos", TodoSidebar).set_todos(todos)
+        self.query_one("#todos", TodoSidebar).set_todos(todos, self.status.state.job)
         self.query_one("#todo-summary", TodoSummary).set_todos(todos)
         self.update_todo_visibility()
 
@@ -375,14 +380,9 @@ class AnvilApp(App[int]):
         self.update_todo_visibility()
 
     async def action_search(self) -> None:
-        from anvil.tui.search import SearchBar
+        from anvil.tui.search import open_search
 
-        bars = self.query(SearchBar)
-        bar = bars.first() if bars else None
-        if bar is None:
-            bar = SearchBar(self.transcript, id="search")
-            await self.mount(bar, before=self.query_one("#main"))
-        bar.open()
+        await open_search(self, self.transcript, self.query_one("#main"))
 
     def action_exit_app(self) -> None:
         if self._exiting:

@@ -1,5 +1,5 @@
-"""The status bar: model, approval mode, whether commands are sandboxed, current phase, the context gauge and
-the cost so far.
+"""The status bar: model, approval mode, whether commands are sandboxed, a workflow job's phase, what the model
+is doing, the context gauge and the cost so far.
 
 It is one Static re-rendered from a small state object, so an update during a busy stream costs one
 line of layout. The gauge is a bar of cells coloured by how full the window is, with a mark at the
@@ -30,6 +30,8 @@ class StatusState:
     busy: bool = False
     #: "sandboxed", "not sandboxed" or "sandbox off" (SandboxStatus.label)
     sandbox: str = ""
+    #: where a workflow job stands ("phase 3 · tactical"), "" without one
+    job: str = ""
 
 
 def tokens(count: int) -> str:
@@ -89,6 +91,8 @@ def render_status(state: StatusState, width: int = 200) -> Content:
         parts.append((" (shift+tab)", "$text-muted"))
     if state.sandbox:
         parts += [sep, (state.sandbox, "$text-success" if state.sandbox == "sandboxed" else "$text-warning")]
+    if state.job:
+        parts += [sep, (state.job, "bold $text-accent")]
     if state.phase:
         limit = max(12, width - 75) if narrow else 60
         phase = state.phase if len(state.phase) <= limit else state.phase[: limit - 1] + "…"

@@ -70,6 +70,8 @@ class ToolCaller:
         self._live: asyncio.Queue[Any] | None = None
         self.pending: list[Event] = []  # events emitted outside a tool run (kept until the next call's end)
         self._notifications: set[asyncio.Future[Any]] = set()  # fire-and-forget hooks, kept alive until done
+        #: an attached workflow's refusals (a tool of another phase): the reason, or None to go on
+        self.gate: Callable[[str, dict[str, Any]], str | None] | None = None
         ctx.emit = self.emit
 
     def emit(self, event: Event) -> None:
@@ -114,6 +116,10 @@ class ToolCaller:
                                           kind=prepared.tool.kind if prepared.tool else "other"))
         outcome.started = time.monotonic()
         tool = prepared.tool
+        refusal = self.gate(call.name, prepared.raw_args) if self.gate is not None else None
+        if refusal is not None:
+            outcome.result = ToolResult(refusal, ok=False, summary="not in this phase")
+            return
         if prepared.error is not None or tool is None:
             outcome.result = ToolResult(prepared.error or "Unknown tool.", ok=False, summary="invalid call")
             return

@@ -28,6 +28,8 @@ class TurnState:
     continuations: int = 0  # text replies cut off at the output limit this turn
     hook_stop: str | None = None  # a hook answered continue: false, for this reason
     images: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (tool, image) for the model to see
+    restarted: bool = False  # a workflow began a new phase: a fresh conversation, the old reply's calls dropped
+    phase_start: int = 0  # model calls made before the current phase (max_iterations counts each phase's own)
 
     def end(self, reason: TurnEndReason = "done", message: str = "") -> None:
         self.over, self.reason, self.message = True, reason, message

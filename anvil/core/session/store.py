@@ -9,6 +9,8 @@ Layout: ``<data_dir>/sessions/<project-slug>/<id>.jsonl``. Records are small dic
 - ``rewind``: the history cut back to before turn ``turn`` (/rewind); like ``compaction`` it replaces the
   history on resume, and the prompts of the rewound turns leave the list /rewind offers. Turn numbers
   are not reused: the turn count stays, so checkpoints of later turns never collide with earlier ones.
+- ``reset``: a workflow began a new phase with a fresh conversation (``messages``); it replaces the history too
+- ``workflow``: the session works on a workflow's job (``workflow``, ``job_id``, ``job_dir``) while ``active``
 
 A crash loses at most the line being written: each record is written as soon as it is appended,
 and a torn last line is skipped with a warning when the session is read back. A full disk loses nothing
@@ -70,6 +72,8 @@ class SessionState:
     reasoning_tokens: int = 0
     unpriced_calls: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: the workflow job the session works on (its ``workflow`` record), or None
+    workflow: dict[str, Any] | None = None
 
 
 class Session:
@@ -189,8 +193,10 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
         message = record.get("message")
         if isinstance(message, dict):
             state.messages.append(message)
-    elif kind == "compaction":
+    elif kind in ("compaction", "reset"):  # a reset: a workflow's new phase began a fresh conversation
         state.messages = list(record.get("messages", []))
+    elif kind == "workflow":
+        state.workflow = record if record.get("active") else None
     elif kind == "rewind":
         state.messages = list(record.get("messages", []))
         turn = record.get("turn")
