@@ -158,6 +158,7 @@ def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], sess
     hosts = tuple(config.network) if isinstance(config.network, list) else ()
     sandbox_settings = SandboxSettings(
         mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        max_processes=config.max_processes,
         writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
     places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
     return Sandbox(sandbox_settings, places, session_id=session_id)

@@ -70,7 +70,8 @@ def find_block(output: str, plan: MountPlan | None, *, cwd: Path, network: bool,
 def _write_block(line: str, plan: MountPlan | None, cwd: Path) -> Block | None:
     path = _path_in(line, cwd)
     if path is not None and plan is not None and _under(path, plan.protected):
-        return Block(f"Blocked by the sandbox: {path} is read-only inside the sandbox.", _protected_advice(path))
+        return Block(f"Blocked by the sandbox: {path} is read-only inside the sandbox.",
+                     _protected_advice(path, path in plan.scripts))
     if not _READ_ONLY.search(line):
         return None  # a busy device or file the sandbox does not protect: the command's own problem
     if path is not None and plan is not None and _under(path, plan.writable + plan.temp_dirs):
@@ -87,10 +88,14 @@ def _under(path: Path, places: list[Path]) -> bool:
     return any(path == p or p in path.parents for p in places)
 
 
-def _protected_advice(path: Path) -> str:
+def _protected_advice(path: Path, script: bool = False) -> str:
     parts = path.parts
-    if ".git" in parts:
-        what = "git's config and hooks run code, so only the person changes them"
+    if script:
+        what = ("anvil's hooks or MCP servers run this file outside the sandbox, so only the person changes it "
+                "(the file tools ask)")
+    elif ".git" in parts:
+        what = ("git reads its configuration, hooks and pointers to other repositories there and runs what they "
+                "name, so only the person changes them; commits, branches, stashes and fetches work as usual")
     elif ".anvil" in parts or "anvil" in parts:
         what = "anvil's configuration and data decide what runs without asking, so only the person changes them"
     else:

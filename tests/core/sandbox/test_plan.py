@@ -41,7 +41,13 @@ def test_read_only_islands_sit_on_top_of_the_writable_roots(root: Path, tmp_path
         assert ("bind", "pin", pinned) in order
     depths = [len(m.dest.parts) for m in p.mounts]
     assert depths == sorted(depths)  # a shallower mount made later would hide a deeper one
-    assert p.placeholders == [(work / "cfg", "dir")]  # anvil's config dir inside a writable place, not there yet
+    git = root / ".git"  # what git reads that `git init` did not make: stand-ins, read-only like the rest
+    assert sorted(p.placeholders) == sorted([(work / "cfg", "dir"), (git / "commondir", "pointer"),
+                                             *((git / d, "dir") for d in ("modules", "worktrees", "remotes"))])
+    for name in ("info", "branches", "commondir", "modules", "worktrees", "remotes"):
+        assert ("ro-bind", "", git / name) in order
+    for writable in ("objects", "refs", "logs", "index", "HEAD"):
+        assert not any(m.dest == git / writable for m in p.mounts)  # git's everyday work stays writable
     assert tmp_path / "elsewhere" not in p.protected  # not writable anyway: nothing to add
 
 
@@ -110,7 +116,7 @@ def test_git_refusing_to_rewrite_its_config_is_named(root: Path, tmp_path: Path)
     block = find_block(line, plan(root, tmp_path), cwd=root, network=False)
     assert block is not None and block.summary == f"Blocked by the sandbox: {root}/.git/config is read-only inside " \
                                                   "the sandbox."
-    assert "git's config and hooks run code" in block.advice
+    assert "git reads its configuration, hooks and pointers" in block.advice
 
 
 def test_output_without_a_refusal_is_left_alone(root: Path, tmp_path: Path) -> None:
