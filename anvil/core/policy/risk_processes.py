@@ -1,4 +1,4 @@
-"""Commands that start or end processes without bound: fork bombs in any shape, and kills of every process.
+"""Commands that start or end processes without bound: fork bombs, and kills of every process.
 
 * A fork bomb is a function that starts copies of itself that run at the same time: a call to itself (or to a
   function that leads back to it) in a pipeline, in the background or in a substitution, whatever the function
