@@ -136,4 +136,4 @@ def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
         suggestion = suggest_pattern(cmd, keep=[t for f in risky for t in f.triggers])
     message = "Not run: the command needs the user's approval" + (f" ({reasons[0]})." if reasons else ".")
     return Verdict("ask", by="risk" if candidates or not cmd.words else "no matching rule", reasons=tuple(reasons),
-                   message=message, suggested_pattern=suggestion)
+                   message=message, suggested_pattern=suggestion, person_only=any(f.protected for f in risky))

@@ -199,10 +199,15 @@ def _writable_roots(places: Places, settings: SandboxSettings, env: Mapping[str,
     roots: list[Path] = []
     for path in candidates:
         path = _real(path.expanduser())
-        if path.exists() and path not in roots:
+        if path.exists() and path not in roots and not _kernel(path):
             roots.append(path)
     # a root inside another is already writable: binding it again would only hide what is protected in it
     return [r for r in roots if not any(o != r and _inside(r, o) for o in roots)]
+
+
+def _kernel(path: Path) -> bool:
+    """The kernel's files (``/proc``, ``/sys``, ``/dev``): never made writable, whatever ``[sandbox] writable`` says."""
+    return any(path == Path(k) or Path(k) in path.parents for k in ("/proc", "/sys", "/dev")) or path == Path("/")
 
 
 def _pins(protected: list[Path], writable: list[Path]) -> list[Path]:

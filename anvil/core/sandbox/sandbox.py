@@ -223,7 +223,9 @@ class Sandbox:
         if not launch.sandboxed:
             return None
         refused = self._proxy.refused_since(launch.started) if self._proxy is not None else []
+        cap = self.process_limit.max_processes if self.process_limit.mechanism else None
         return find_block(output, launch.plan, cwd=cwd, network=self.settings.network and not self.settings.hosts,
+                          process_cap=cap,
                           refused_hosts=refused)
 
     async def close(self) -> None:
