@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from anvil.config_imports import IMPORT_KEYS, Imported, import_flags, read_imports
+from anvil.config_imports import IMPORT_KEYS, MCP_JSON, Imported, import_flags, read_imports
 from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.config import HooksConfig
 from anvil.core.mcp.config import McpServerConfig
@@ -314,7 +314,7 @@ def _apply_imports(settings: Settings, imported: Imported) -> None:
     for event, entries in imported.hooks.items():
         hooks[event] = [*hooks.get(event, []), *entries]
     settings.hooks = HooksConfig.model_validate(hooks)
-    settings.mcp_servers = {**{name: McpServerConfig.model_validate(table)
+    settings.mcp_servers = {**{name: McpServerConfig.model_validate(table).imported_from(MCP_JSON)
                                for name, table in imported.mcp_servers.items()}, **settings.mcp_servers}
     settings._import_notes = imported.notes
 

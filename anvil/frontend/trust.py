@@ -100,7 +100,7 @@ def trust_command(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.s
     except ConfigError as exc:
         print(f"anvil trust: {exc}", file=err)
         return 1
-    print(f"Trusted {home_relative(root)}. From now on its settings in .anvil/ apply:", file=out)
+    print(f"Trusted {home_relative(root)}. From now on these settings of the project apply:", file=out)
     for item in check.items:
         print(f"  {item}", file=out)
     print("anvil asks again if they change. `anvil trust --forget` undoes this.", file=out)

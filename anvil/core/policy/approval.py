@@ -43,6 +43,10 @@ MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")
 _TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
+#: The rule syntax's word for a command: ``run_command(git status)`` is the command rule ``git status``. People
+#: write rules after the calls they see; which calls a command rule judges goes by the tool's traits
+#: (``approval = "command"``), not by this word.
+COMMAND_RULE_WORD = "run_command"
 UNSANDBOXED_HEADLESS = (
     "Not run: running a command outside the sandbox needs the person's approval, and nobody can answer here (a "
     "headless run). Do without it, or say what you would have run and why. If the sandbox is in the way, the "
@@ -126,7 +130,7 @@ def parse_rule(pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> 
     pattern (``run_command(git status)`` is ``git status``). Raises :class:`RuleError` for a pattern no rule
     can be made of, which the settings layer reports with the file it came from."""
     match = _TOOL_RULE.match(pattern.strip())
-    if match and match.group(1) != "run_command":
+    if match and match.group(1) != COMMAND_RULE_WORD:
         return ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*")
     command = match.group(2) if match else pattern
     try:
@@ -297,8 +301,7 @@ class ApprovalPolicy:
         at once."""
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
-        if tool == "run_command" and _TOOL_RULE.match(pattern) is None:
-            pattern = pattern.strip()
+        pattern = pattern.strip()
         self._add(pattern, effect, scope)  # type: ignore[arg-type]
         path = self.files.get(scope)  # type: ignore[call-overload]
         if path is not None:

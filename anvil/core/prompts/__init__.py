@@ -6,6 +6,9 @@
   repository's top level.
 - environment: date, OS, working directory, git branch and whether the tree is dirty (git run so that it runs
   nothing the repository's configuration names: :mod:`anvil.core.safe_git`).
+
+May import: safe_git (anvil's own git calls), and otherwise nothing else in anvil (the standard library only);
+the loop and runtime hand it plain values.
 """
 
 from __future__ import annotations
