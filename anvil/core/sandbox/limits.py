@@ -13,7 +13,9 @@ Two ways, the first that works here is used:
 Where neither works, commands run without a cap (:attr:`ProcessLimit.mechanism` is None) and the pid namespace
 still ends everything at the command's timeout. The command enters its cgroup (or gets its limit) through a
 one-line ``sh``/``prlimit`` launcher that then ``exec``s the sandbox, so its pid, signals and exit status stay
-the sandbox's own.
+the sandbox's own (also when an editor runs it, over ACP). Should entering the cgroup fail after all (it was
+tried when the session started), the command still runs, without the cap: the cap is a second line behind the
+policy, and the pid namespace still ends everything at the timeout.
 """
 
 from __future__ import annotations
@@ -23,10 +25,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 #: the default cap: far above what builds and test runs use at once (a parallel build, a browser under test)
 DEFAULT_MAX_PROCESSES = 2048
+#: a command's cgroup left empty this long has ended (or never started): it goes at the next launch
+_STALE = 30.0
 
 
 class ProcessLimit:
@@ -39,6 +44,7 @@ class ProcessLimit:
         self._probed = False
         self.mechanism: str | None = None
         self._seq = 0
+        self._made: dict[Path, float] = {}
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` started under the cap, or as it is where there is no way to cap it."""
@@ -51,7 +57,7 @@ class ProcessLimit:
         if self._cgroup is not None:
             procs = self._command_cgroup()
             if procs is not None:
-                return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *argv]
+                return ["/bin/sh", "-c", 'echo $$ 2>/dev/null > "$0"; exec "$@"', str(procs), *argv]
         if self.mechanism == "rlimit":
             return _with_rlimit(argv, _user_tasks() + self.max_processes)
         return argv
@@ -59,7 +65,7 @@ class ProcessLimit:
     def _command_cgroup(self) -> Path | None:
         """A fresh child cgroup with the cap; the finished commands' empty ones are removed on the way."""
         assert self._cgroup is not None
-        self._sweep()
+        self._sweep(time.monotonic() - _STALE)
         self._seq += 1
         child = self._cgroup / str(self._seq)
         try:
@@ -67,22 +73,27 @@ class ProcessLimit:
             (child / "pids.max").write_text(str(self.max_processes))
         except OSError:
             return None
+        self._made[child] = time.monotonic()
         return child / "cgroup.procs"
 
-    def _sweep(self) -> None:
-        if self._cgroup is None:
-            return
-        with contextlib.suppress(OSError):
-            for child in self._cgroup.iterdir():
-                if child.is_dir():
-                    with contextlib.suppress(OSError):
-                        child.rmdir()  # only an empty cgroup goes: a running command's stays
+    def _sweep(self, made_before: float) -> None:
+        """Remove the commands' cgroups made before then that are empty: a running command's stays, and one made
+        just now, whose command may not have entered it yet, too (commands can start side by side)."""
+        for child, made in list(self._made.items()):
+            if made < made_before:
+                with contextlib.suppress(OSError):
+                    child.rmdir()  # only an empty cgroup can go
+                    del self._made[child]
 
     def close(self) -> None:
         """The session ends (its commands have): the cgroups go."""
         if self._cgroup is not None:
-            self._sweep()
+            self._sweep(float("inf"))
             with contextlib.suppress(OSError):
+                for child in self._cgroup.iterdir():  # left by a session that ended before its commands did
+                    if child.is_dir():
+                        with contextlib.suppress(OSError):
+                            child.rmdir()
                 self._cgroup.rmdir()
             self._cgroup = None
 

@@ -154,13 +154,6 @@ async def test_scripts_hooks_run_are_read_only(make_ctx: MakeCtx, places: Places
     assert other.ok
 
 
-def test_no_cgroup_is_left_behind() -> None:
-    """Run last in this file: every session's cgroups went with it."""
-    left = [p for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))
-            for p in (base.glob(f"anvil-{os.getpid()}-*") if base.is_dir() else [])]
-    assert left == []
-
-
 async def test_an_in_place_edit_of_a_protected_file_is_named(make_ctx: MakeCtx, places: Places) -> None:
     """`sed -i` renames a temp file over the original; the error names the temp file, the report the real one."""
     script = places.root / "scripts" / "setup.sh"
@@ -171,3 +164,26 @@ async def test_an_in_place_edit_of_a_protected_file_is_named(make_ctx: MakeCtx, 
     result = await run(make_ctx(at=at), "sed -i 's/setting/tearing/' scripts/setup.sh")
     assert script.read_text() == "echo setting up\n"
     assert result.output.startswith(f"Blocked by the sandbox: a read-only file could not be replaced ({script})")
+
+
+def test_a_commands_cgroup_stays_until_its_command_could_have_entered_it() -> None:
+    """Commands start side by side (a background job, parallel calls): the next launch must not remove a cgroup
+    whose command has not entered it yet."""
+    from anvil.core.sandbox.limits import ProcessLimit
+
+    limit = ProcessLimit(10, f"race-{os.getpid()}")
+    first = limit.wrap(["true"])
+    if limit.mechanism != "cgroup":
+        pytest.skip("no cgroup can be made here; RLIMIT_NPROC keeps no per-command state to race on")
+    limit.wrap(["true"])
+    group = Path(first[3]).parent
+    assert group.is_dir() and (group / "pids.max").read_text().strip() == "10"
+    limit.close()
+    assert not group.exists() and not group.parent.exists()
+
+
+def test_no_cgroup_is_left_behind() -> None:
+    """Run last in this file: every session's cgroups went with it."""
+    left = [p for base in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))
+            for p in (base.glob(f"anvil-{os.getpid()}-*") if base.is_dir() else [])]
+    assert left == []
