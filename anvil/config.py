@@ -372,7 +372,7 @@ def keep_trusted_after_saving(settings: Settings, root: Path) -> None:
     check = project_trust(root)
     decision.digest = check.digest
     with contextlib.suppress(OSError):  # not remembered: the next start asks again, which is safe
-        trust_store().remember(root, check.digest)
+        trust_store().remember(root, check.digest, check.scripts)
 
 
 def permission_rules(settings: Settings, root: Path) -> dict[Scope, tuple[list[str], list[str]]]:

@@ -266,7 +266,7 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output,
     run = _Run()
     async for event in stream or prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
-            event.answer(headless_denial(event.reasons))
+            event.answer(headless_denial(event.reasons, event.person_only))
         output.event(event)
         match event:
             case PlanProposed(future=None, plan=plan):

@@ -33,6 +33,7 @@ from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.script_refs import referenced_files
 from anvil.core.private_files import tighten_tree
 from anvil.core.prompts import build_system_prompt
 from anvil.core.sandbox.places import Places, SandboxSettings
@@ -54,7 +55,7 @@ from anvil.core.workflows.jobfiles import new_job_id
 from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
 from anvil.core.workflows.phased.logic import Limits
 from anvil.core.workflows.phased.workflow import PhasedSettings
-from anvil.trust import ignored_notice
+from anvil.trust import configured_commands, ignored_notice
 
 
 @dataclass
@@ -176,14 +177,30 @@ def tool_settings(settings: Settings, root: Path) -> ToolSettings:
                         background_timeout=limits.background_timeout)
 
 
+def outside_scripts(settings: Settings, root: Path, *, sandboxed: bool) -> list[Path]:
+    """The project files that run outside the sandbox without asking: those hooks and MCP servers run, and, when
+    commands are not sandboxed, those lint, verify and test_command run (:mod:`anvil.core.policy.script_refs`).
+    The file tools ask before writing them and the sandbox keeps them read-only."""
+    servers = {name: server.model_dump() for name, server in settings.mcp_servers.items()}
+    tables: dict[str, Any] = {"hooks": settings.hooks.model_dump(), "mcp_servers": servers}
+    if not sandboxed:
+        tables.update(lint=dict(settings.lint), verify=list(settings.verify), test_command=settings.test_command)
+    found: list[Path] = []
+    for command, cwd in configured_commands(tables):
+        found += [path for path in referenced_files(command, root, cwd) if path not in found]
+    return found
+
+
 def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], session_id: str) -> Sandbox:
     """The OS sandbox for the session's commands, from ``[sandbox]``."""
     config = settings.sandbox
     hosts = tuple(config.network) if isinstance(config.network, list) else ()
     sandbox_settings = SandboxSettings(
         mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        max_processes=config.max_processes,
         writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
-    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
+    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir(),
+                    scripts=tuple(outside_scripts(settings, root, sandboxed=True)))
     return Sandbox(sandbox_settings, places, session_id=session_id)
 
 
@@ -219,6 +236,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
     tools_settings = tool_settings(settings, root)
     sandbox = build_sandbox(settings, root, tools_settings.allowed_dirs, session.id)
+    tools_settings.outside_scripts = outside_scripts(settings, root, sandboxed=sandbox.active)
     if notice := sandbox.status.notice():
         warnings.append(notice)
     ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,

@@ -127,12 +127,20 @@ HEADLESS_DENIAL = ApprovalDecision(False, (
     "--auto-approve or with an allow rule ([permissions] allow = [...] in .anvil/config.toml)."), by="headless")
 
 
-def headless_denial(reasons: tuple[str, ...] = ()) -> ApprovalDecision:
-    """:data:`HEADLESS_DENIAL`, saying why the call needed approval when the policy gave reasons."""
+#: The same, for what only the person may approve (a protected file): no flag or broad rule stands in for them.
+PERSON_ONLY_DENIAL = ApprovalDecision(False, (
+    "Not run: this needs the person's own approval, and nobody can answer here (a headless, non-interactive run); "
+    "--auto-approve and broad rules do not cover it. Do without it, or tell the person what you wanted to do and "
+    "why: they can do it themselves, or allow exactly this with a rule that names the file."), by="headless")
+
+
+def headless_denial(reasons: tuple[str, ...] = (), person_only: bool = False) -> ApprovalDecision:
+    """:data:`HEADLESS_DENIAL` (:data:`PERSON_ONLY_DENIAL` for what only the person may approve), saying why the
+    call needed approval when the policy gave reasons."""
+    denial = PERSON_ONLY_DENIAL if person_only else HEADLESS_DENIAL
     if not reasons:
-        return HEADLESS_DENIAL
-    return dataclasses.replace(HEADLESS_DENIAL, message=f"{HEADLESS_DENIAL.message} Why it needs approval: "
-                                                        f"{'; '.join(reasons)}.")
+        return denial
+    return dataclasses.replace(denial, message=f"{denial.message} Why it needs approval: {'; '.join(reasons)}.")
 
 
 @dataclass(frozen=True)

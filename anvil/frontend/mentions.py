@@ -5,13 +5,13 @@ Shared by the TUI and the plain REPL (so it imports no UI library): the same rul
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from anvil.core.safe_git import run_git
 
 MAX_ATTACH_BYTES = 200_000
 MAX_FILES = 20_000
@@ -22,12 +22,10 @@ SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cach
 
 def list_project_files(root: Path, limit: int = MAX_FILES) -> list[str]:
     """Project files relative to root: git's list when it is a repository (gitignore respected), else a walk."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=root,
-                             capture_output=True, text=True, timeout=5, check=True, stdin=subprocess.DEVNULL)
-        files = [line for line in out.stdout.splitlines() if line]
-        if files:
-            return sorted(files)[:limit]
+    out = run_git(root, "ls-files", "--cached", "--others", "--exclude-standard")  # runs no repository config
+    files = [line for line in out.stdout.splitlines() if line] if out is not None and out.returncode == 0 else []
+    if files:
+        return sorted(files)[:limit]
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))

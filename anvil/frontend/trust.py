@@ -38,7 +38,9 @@ class TrustQuestion:
 def trust_question(check: ProjectTrust) -> TrustQuestion:
     where = home_relative(check.root)
     if check.changed:
-        intro = f"The configuration of {where} changed since you trusted it. Its settings in .anvil/ would now:"
+        files = f" ({', '.join(check.changed_files)} changed)" if check.changed_files else ""
+        intro = (f"The configuration of {where} changed since you trusted it{files}. Its settings in .anvil/ "
+                 "would now:")
     else:
         intro = f"{where} has settings in .anvil/ that run commands or send data:"
     return TrustQuestion(
@@ -54,7 +56,7 @@ def decide(check: ProjectTrust, trusted: bool) -> bool | None:
         return False
     store = trust_store()
     try:
-        store.remember(check.root, check.digest)
+        store.remember(check.root, check.digest, check.scripts)
     except OSError as exc:
         raise ConfigError(f"Cannot remember that you trust {check.root}: {exc}. Check that {store.path.parent} is "
                           "writable, or pass --trust to apply its settings for one run.") from exc

@@ -11,7 +11,9 @@ Order, first match wins:
    target out or ask the person. Without auto-approve it is asked about, whatever the rules say.
 3. A deny rule on any part: refused, naming the rule. Deny beats allow and auto-approve, because a
    deny rule is something the person wrote down on purpose.
-4. Auto-approve: allowed, risky or not.
+4. Auto-approve: allowed, risky or not, except a write to a protected file (anvil's configuration, anything
+   under ``.git``, a shell start-up file, a script anvil's hooks or MCP servers run): asked about in every mode,
+   like the file tools' writes to them, unless a rule spells the file out.
 5. Every part allowed by a rule: allowed. But a rule only covers a risky part when it names the
    words that make it risky: ``git *`` allows ``git status`` and not ``git push --force``;
    ``rm *`` allows ``rm notes.txt`` but not ``rm -rf build``, which needs ``rm -rf *``; a delete
@@ -28,6 +30,7 @@ Order, first match wins:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
@@ -38,31 +41,35 @@ from anvil.core.policy.verdict import Verdict
 
 
 def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,
-                     auto_approve: bool = False, cwd: Path | None = None, *, writes_confined: bool = False) -> Verdict:
+                     auto_approve: bool = False, cwd: Path | None = None, *, writes_confined: bool = False,
+                     config_dirs: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> Verdict:
     """The verdict, naming the directory it was evaluated in, so an approval shows where the command runs.
 
-    ``writes_confined``: the command runs in the OS sandbox, which enforces where it may write, so findings that
-    are risky only because of a write target (outside the project, a dotfile, ``.git``) do not ask; a write the
-    sandbox refuses fails and is reported as blocked."""
-    verdict = _verdict(command, rules, root, home, auto_approve, cwd, writes_confined)
+    ``writes_confined``: the person chose auto mode and the command runs in the OS sandbox, which enforces where
+    it may write, so findings that are risky only because of where they write (outside the project, a dotfile)
+    need no approval; a write the sandbox refuses fails and is reported as blocked. Never a protected file's,
+    nor the kernel's. ``config_dirs`` and ``scripts``: protected besides the files every project has (anvil's
+    user configuration directories; the scripts its hooks and MCP servers run outside the sandbox)."""
+    verdict = _verdict(command, rules, root, home, auto_approve, cwd, writes_confined,
+                       {"config_dirs": config_dirs, "scripts": scripts})
     return dataclasses.replace(verdict, cwd=cwd or root)
 
 
 def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_approve: bool,
-             cwd: Path | None, writes_confined: bool = False) -> Verdict:
+             cwd: Path | None, writes_confined: bool, protected: dict[str, Sequence[Path]]) -> Verdict:
     parsed = parse_command(command)
     if not parsed.ok:
         reason = f"the command could not be checked: {parsed.error}"
         return Verdict("ask", by="parse failure", reasons=(reason,),
                        message=f"Not run: {reason}. Simplify the command or put it in a script file.")
-    report = classify(parsed, root, home, cwd)
+    report = classify(parsed, root, home, cwd, **protected)
     if writes_confined:
         report = RiskReport(tuple(f for f in report.findings if not f.confinable))
     refusal = _refusal(parsed, report, rules, auto_approve)
     if refusal is not None:
         return refusal
     if auto_approve:
-        return Verdict("allow", by="auto-approve", reasons=report.reasons)
+        return _protected_writes(parsed, report, rules) or Verdict("allow", by="auto-approve", reasons=report.reasons)
     used: list[CommandRule] = []
     for i, cmd in enumerate(parsed.commands):
         risky = [f for f in report.for_command(i) if f.level in ("risky", "unattended_deny")]
@@ -103,6 +110,16 @@ def _refusal(parsed: ParsedCommand, report: RiskReport, rules: CommandRules, aut
     return None
 
 
+def _protected_writes(parsed: ParsedCommand, report: RiskReport, rules: CommandRules) -> Verdict | None:
+    """Under auto-approve: ask about a write to a protected file no rule spells out, as the file tools do."""
+    for finding in (f for f in report.findings if f.protected):
+        cmd = parsed.commands[finding.command]
+        candidates = rules.allow_rules_for(cmd) if cmd.words else ()
+        if not any(_covers(rule, [finding]) for rule in candidates):
+            return _ask(cmd, [finding], report, candidates)
+    return None
+
+
 def _covers(rule: CommandRule, risky: list[Finding]) -> bool:
     return all(f.triggers and all(rule.names(t, f.exact) for t in f.triggers) for f in risky)
 
@@ -119,4 +136,4 @@ def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
         suggestion = suggest_pattern(cmd, keep=[t for f in risky for t in f.triggers])
     message = "Not run: the command needs the user's approval" + (f" ({reasons[0]})." if reasons else ".")
     return Verdict("ask", by="risk" if candidates or not cmd.words else "no matching rule", reasons=tuple(reasons),
-                   message=message, suggested_pattern=suggestion)
+                   message=message, suggested_pattern=suggestion, person_only=any(f.protected for f in risky))

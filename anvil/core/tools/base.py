@@ -68,6 +68,9 @@ class ToolSettings:
     logs_total_cap: int = 500 * 1024 * 1024
     #: seconds a background command may run before it is stopped; 0 for no limit
     background_timeout: float = 7200.0
+    #: files in the project that run outside the sandbox without asking (named by hooks and MCP servers, and by
+    #: lint, verify and test_command when commands are not sandboxed): the file tools never write them unasked
+    outside_scripts: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
