@@ -16,22 +16,49 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 
+HELP_EPILOG = """\
+commands:
+  anvil [PROMPT]            the full-screen app (--plain: a line interface); PROMPT is the first message
+  anvil -p PROMPT           one headless run: the answer on stdout (see --output-format)
+  anvil sessions            this project's sessions (id, start, turns, first prompt); --prune removes old ones
+  anvil trust [PATH]        trust a folder's .anvil/ settings that run commands; --list, --forget
+  anvil acp                 serve an editor over the Agent Client Protocol (Zed, JetBrains, ...)
+  anvil -V, --version       print the version
+
+keys and variables:
+  the provider's key, as litellm names it: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, ...
+  (none for --api-base or --model scripted); ANVIL_API_KEY is sent to whichever provider the model uses.
+  ANVIL_MODEL and any other ANVIL_<SETTING> set a setting; BRAVE_API_KEY or TAVILY_API_KEY turn on web_search.
+
+configuration, lowest priority first:
+  ~/.config/anvil/config.toml ($XDG_CONFIG_HOME/anvil/), yours, for every project
+  .anvil/config.toml at the project root (the git root, or the nearest folder up holding .anvil/)
+  ANVIL_* variables, then these flags
+  sessions, logs and history: ~/.local/share/anvil/ ($XDG_DATA_HOME/anvil/)
+
+exit codes:
+  0 done, 1 error (provider, config, session, max iterations), 2 bad usage, 130 interrupted
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
+    from anvil import DEFAULT_MODEL
+
     parser = argparse.ArgumentParser(
-        prog="anvil",
+        prog="anvil", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
-                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
-                    "`anvil trust` trusts this folder's .anvil/ settings; `anvil acp` serves an editor (ACP).",
-        epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
-               "these flags, in increasing priority.",
+                    "tools.",
+        epilog=HELP_EPILOG,
     )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("first_prompt", nargs="?", metavar="PROMPT",
+                        help="the first message of an interactive session (with -p: the prompt to run)")
+    parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
                         help="run one prompt headless and print the result ('-' reads it from stdin)")
-    parser.add_argument("--model", help="litellm model string, e.g. anthropic/claude-sonnet-4-5, "
-                                        "openai/<name> with --api-base, or 'scripted' for the demo model")
+    parser.add_argument("--model", help=f"litellm model string (default {DEFAULT_MODEL}, or `model` in config); "
+                                        "e.g. openai/<name> with --api-base, or 'scripted' for the demo model")
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama)")
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                         help="headless output: the answer (text), one JSON result (json), or one event "
@@ -51,13 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", metavar="NAME", help="TUI theme: anvil-dark, anvil-light, anvil-high-contrast "
                                                        "or one of yours in ~/.config/anvil/themes/")
     parser.add_argument("--demo", action="store_true",
-                        help="replay a scripted session in the app on a copy of a demo project (no key, no network)")
+                        help="replay a scripted session on a temporary copy of a demo project (no key, no "
+                             "network), in the app; with -p, headless")
     parser.add_argument("--plain", action="store_true",
                         help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
-                        help="resume the newest session of this directory")
-    resume.add_argument("--resume", metavar="ID", help="resume the session with this id")
+                        help="resume the newest session of this project")
+    resume.add_argument("--resume", metavar="ID", help="resume the session with this id (`anvil sessions` "
+                                                       "lists them)")
     return parser
 
 
@@ -87,10 +116,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.max_iterations is not None and args.max_iterations < 1:
         parser.error("--max-iterations must be at least 1")
+    if args.first_prompt is not None and args.prompt is not None:
+        if args.prompt:
+            parser.error("give the prompt once: after -p, or as PROMPT")
+        args.prompt, args.first_prompt = args.first_prompt, None  # `anvil -p --model x "prompt"`
     if args.prompt is None and args.input_format == "text":
         if args.plain:
             return _plain(args)
         return _tui(args)
+    if args.demo:
+        return _demo_headless(args)
     return _headless(args)
 
 
@@ -98,7 +133,8 @@ def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.repl import launch
 
-    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest, trust=_trust(args))
+    return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest, trust=_trust(args),
+                  first_prompt=args.first_prompt)
 
 
 def _flags(args: Any) -> dict[str, Any]:
@@ -119,7 +155,7 @@ def _read_prompt(value: str) -> str | None:
     return sys.stdin.read()
 
 
-def _headless(args: Any) -> int:
+def _headless(args: Any, model: Any = None) -> int:
     import asyncio
     from pathlib import Path
 
@@ -144,7 +180,7 @@ def _headless(args: Any) -> int:
         from anvil.runtime import open_runtime
 
         runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest,
-                               interactive=False)
+                               interactive=False, model=model)
         return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
@@ -183,30 +219,62 @@ def _tui(args: Any) -> int:
         flags["theme"] = args.theme
     model = None
     demo_prompt = None
+    demo_root: Path | None = None
     if args.demo:
         from anvil.tui.demo import DEMO_PROMPT, DemoError, demo_environment, demo_model, prepare_demo_project
 
         try:
-            root = prepare_demo_project()
+            demo_root = prepare_demo_project()
         except (DemoError, OSError) as exc:
             print(f"anvil: {exc}", file=sys.stderr)
             return 1
-        os.chdir(root)
-        demo_environment()
+        os.chdir(demo_root)
+        demo_environment(demo_root)
         flags.update(model="scripted", auto_approve=False)
         model, demo_prompt = demo_model(), DEMO_PROMPT
     from anvil.tui.app import AnvilApp
 
     app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
-                   theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args))
+                   theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args), first_prompt=args.first_prompt)
     try:
         code = app.run()
     finally:
         if app.runtime is not None:  # the app closes it on a normal exit; this covers a crash
             app.runtime.session.close()
+        if demo_root is not None:
+            from anvil.tui.demo import remove_demo_project
+
+            remove_demo_project(demo_root)
+    if app.farewell:
+        print(app.farewell)
     if app.return_code not in (None, 0):
         return app.return_code
     return code or 0
+
+
+def _demo_headless(args: Any) -> int:
+    """`anvil --demo -p PROMPT`: the demo's scripted session, headless, on a temporary copy of the demo project
+    (removed afterwards). Its approvals are granted: nothing but that copy is touched, and nobody could answer."""
+    import os
+
+    from anvil.tui.demo import DemoError, demo_environment, demo_model, prepare_demo_project, remove_demo_project
+
+    try:
+        root = prepare_demo_project()
+    except (DemoError, OSError) as exc:
+        print(f"anvil: {exc}", file=sys.stderr)
+        return 1
+    here = os.getcwd()
+    try:
+        os.chdir(root)
+        demo_environment(root)
+        args.model, args.auto_approve, args.resume, args.continue_latest = "scripted", True, None, False
+        model = demo_model()
+        model.delay = 0
+        return _headless(args, model=model)
+    finally:
+        os.chdir(here)
+        remove_demo_project(root)
 
 
 def _sessions(argv: list[str]) -> int:

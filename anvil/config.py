@@ -25,8 +25,9 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from anvil import DEFAULT_MODEL
 from anvil.config_imports import IMPORT_KEYS, Imported, import_flags, read_imports
 from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.config import HooksConfig
@@ -48,7 +49,7 @@ RuleScope = Literal["user", "project"]
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
-    model: str = "anthropic/claude-sonnet-4-5"
+    model: str = DEFAULT_MODEL
     """Any litellm model string (``anthropic/…``, ``openai/…``, ``ollama/…``), or ``scripted`` for the demo."""
     api_base: str | None = None
     """Base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama), used with ``openai/<name>``."""
@@ -134,6 +135,13 @@ class Settings(BaseModel):
 
     _import_notes: list[str] = PrivateAttr(default_factory=list)
 
+    @field_validator("compact_threshold")
+    @classmethod
+    def _a_fraction(cls, value: float | bool) -> float | bool:
+        if not isinstance(value, bool) and not 0 < value <= 1:
+            raise ValueError("a fraction of the window above 0 and at most 1 (e.g. 0.85), or false")
+        return value
+
     @property
     def project_trust(self) -> TrustDecision:
         """Whether the project's risky settings apply in this run, and for which content."""
@@ -149,8 +157,11 @@ _TYPE_WORDS = {
     "int_parsing": "a whole number", "int_type": "a whole number", "bool_parsing": "true or false",
     "bool_type": "true or false", "string_type": "a string (in quotes)", "float_parsing": "a number",
     "float_type": "a number", "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table",
-    "model_type": "a table", "greater_than_equal": "a larger number",
+    "model_type": "a table",
 }
+#: pydantic's bound checks, with the bound they were given: "'max_iterations' should be at least 1, not 0"
+_BOUND_WORDS = {"greater_than_equal": "at least {ge}", "greater_than": "more than {gt}",
+                "less_than_equal": "at most {le}", "less_than": "less than {lt}"}
 
 
 def xdg_config_home() -> Path:
@@ -212,8 +223,9 @@ def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> Config
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(err["loc"][:-1]))
         return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
-                               .removeprefix("input should be "))
+    bound = _BOUND_WORDS.get(err["type"])
+    expected = bound.format(**err.get("ctx", {})) if bound else _TYPE_WORDS.get(
+        err["type"], err["msg"].removeprefix("Value error, ").removeprefix("Input should be "))
     got = _lookup(layer, err["loc"])
     return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
 

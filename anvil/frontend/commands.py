@@ -148,7 +148,8 @@ async def _clear(ctx: CommandContext, arg: str) -> Reply:
     old = ctx.session
     new = await old.open_new()
     await old.close()
-    return [Replace(new), Show(f"New conversation (session {new.id}). The previous one is kept: /resume {old.id}")]
+    kept = f" The previous one is kept: /resume {old.id}" if old.turns else ""  # without a turn it was no file
+    return [Replace(new), Show(f"New conversation (session {new.id}).{kept}")]
 
 
 async def _compact(ctx: CommandContext, arg: str) -> Reply:

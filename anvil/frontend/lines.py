@@ -40,8 +40,8 @@ class Line:
 def describe(event: Event) -> Line | None:
     """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest."""
     match event:
-        case ErrorEvent(message=message, retryable=retryable):
-            return Line("error", message + (" (a passing problem; try again)" if retryable else ""))
+        case ErrorEvent(message=message):
+            return Line("error", message)
         case Retrying():
             return Line("retry", retrying_text(event))
         case CompactionStarted(tokens_before=before, reason=reason):
@@ -76,7 +76,7 @@ def progress_text(event: ToolProgress, label: str | None = None) -> str:
 
 
 def retrying_text(event: Retrying) -> str:
-    return (f"{event.message}; retrying in {event.delay:.1f}s "
+    return (f"{event.message.rstrip('.')}; retrying in {event.delay:.1f}s "
             f"(attempt {event.attempt + 1} of {event.max_attempts})")
 
 

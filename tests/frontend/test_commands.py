@@ -94,8 +94,9 @@ async def test_resume_of_a_missing_session_is_one_error_line(make_session: MakeS
 
 
 async def test_clear_goes_on_with_a_new_session_in_the_same_mode(make_session: MakeSession) -> None:
-    session = make_session()
+    session = make_session([{"text": "Hello."}])
     session.set_mode("auto")
+    await events_of(session.submit("hi"))
     replace, said = await run("/clear", session)
     assert isinstance(replace, Replace) and replace.session.id != session.id and replace.session.mode == "auto"
     assert said == Show(f"New conversation (session {replace.session.id}). The previous one is kept: "
@@ -103,6 +104,14 @@ async def test_clear_goes_on_with_a_new_session_in_the_same_mode(make_session: M
     resumed = await run(f"/resume {session.id}", replace.session)
     assert isinstance(resumed[0], Replace) and resumed[0].session.id == session.id
     await resumed[0].session.close()
+
+
+async def test_clear_before_any_turn_promises_no_session_to_resume(make_session: MakeSession) -> None:
+    session = make_session()
+    replace, said = await run("/clear", session)
+    assert isinstance(replace, Replace)
+    assert said == Show(f"New conversation (session {replace.session.id}).")  # the empty one was never a file
+    assert not session.runtime.session.path.exists()
 
 
 async def test_model_compact_todos_and_rewind_hand_their_work_to_the_front_end(
