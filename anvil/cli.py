@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
-    from anvil.plain.repl import launch
+    from anvil.plain.launch import launch
 
     return launch(_flags(args), resume=args.resume, continue_latest=args.continue_latest, trust=_trust(args),
                   first_prompt=args.first_prompt)

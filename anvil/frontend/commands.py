@@ -87,6 +87,10 @@ class CommandSet:
         match = difflib.get_close_matches(name, [*self.commands, *ALIASES], n=1, cutoff=0.5)
         return ALIASES.get(match[0], match[0]) if match else None
 
+    def help_rows(self) -> tuple[tuple[str, str], ...]:
+        """(usage, description) of every command, for /help."""
+        return tuple((c.usage, c.help) for c in self.commands.values())
+
     def help_text(self) -> str:
         width = max(len(c.usage) for c in self.commands.values())
         return "\n".join(f"  {c.usage:<{width}}  {c.help}" for c in self.commands.values())
@@ -141,7 +145,8 @@ async def mcp_prompt(session: SessionFacade | None, name: str, arg: str, *, busy
 # -- the shared commands --------------------------------------------------------------------------------
 
 async def _help(ctx: CommandContext, arg: str) -> Reply:
-    return [Show(ctx.commands.help_text() + "\n\n" + ctx.keys_help, "help")]
+    rows = ctx.commands.help_rows()
+    return [Show(ctx.commands.help_text(), "help", rows), Show(ctx.keys_help, "help")]
 
 
 async def _clear(ctx: CommandContext, arg: str) -> Reply:
@@ -207,7 +212,8 @@ def cost_text(usage: Usage, session_id: str, model: str) -> str:
         cost = f"${usage.cost:.4f}" + (f", leaving out {usage.unpriced_calls} calls of unknown price"
                                        if usage.unpriced_calls else "")
     return (f"Session {session_id}: {usage.prompt_tokens:,} input tokens{cached} and {usage.completion_tokens:,} "
-            f"output tokens{reasoning}, {cost}. Context: {usage.context_used:,} tokens in use.")
+            f"output tokens{reasoning}, {cost}. Context: {usage.context_used:,} tokens in use"
+            f"{' (estimated)' if usage.context_estimated else ''}.")
 
 
 async def _think(ctx: CommandContext, arg: str) -> Reply:

@@ -41,8 +41,9 @@ def args_summary(name: str, args: dict[str, Any], width: int = 90) -> str:
     return short(json.dumps(args, ensure_ascii=False), width) if args else ""
 
 
-def tool_started(event: ToolCallStarted) -> StyleAndTextTuples:
-    summary = args_summary(event.name, event.args)
+def tool_started(event: ToolCallStarted, width: int = 100) -> StyleAndTextTuples:
+    """``● name summary`` in one line of the terminal's ``width``: the summary is cut to what is left."""
+    summary = args_summary(event.name, event.args, max(10, width - len(event.name) - 4))
     return [("class:tool", f"● {event.name}"), ("class:args", f" {summary}" if summary else "")]
 
 
@@ -50,7 +51,8 @@ def _seconds(duration: float) -> str:
     return f"{duration:.1f}s" if duration < 60 else f"{int(duration // 60)}m{int(duration % 60):02d}s"
 
 
-def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = True) -> StyleAndTextTuples:
+def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = True,
+                  width: int = 120) -> StyleAndTextTuples:
     """``✓ 0.1s`` after the call's own line, or a full entry when other output came in between."""
     head: StyleAndTextTuples = [] if same_line else [("class:dim", f"  {event.name}")]
     summary = "" if event.summary in {"ok", ""} else short(event.summary, 100)
@@ -68,7 +70,7 @@ def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = Tr
     worth = not event.ok or event.kind == "execute"
     if preview and worth and first and first[0].strip() != summary:
         for line in first[:PREVIEW_LINES]:
-            out.append(("class:dim", f"    {short(line, 110)}\n"))
+            out.append(("class:dim", f"    {short(line, max(10, width - 5))}\n"))
         if len(first) > PREVIEW_LINES:
             out.append(("class:dim", f"    … {len(first) - PREVIEW_LINES} more lines\n"))
     return out

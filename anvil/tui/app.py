@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import time
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -25,7 +24,9 @@ from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
 from anvil.frontend.commands import command_completions, resumed_text
+from anvil.frontend.keys import CTRL_C_TEXT, QUIT_WINDOW, CtrlC
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
+from anvil.frontend.welcome import farewell_text, welcome_text
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
 from anvil.tui.prompt_input import Composer, PromptInput
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
-DOUBLE_PRESS_SECONDS = 2.0
 STARTUP_DELAY = 0.05
 
 
@@ -52,7 +52,7 @@ class AnvilApp(App[int]):
     TITLE = "anvil"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "ctrl_c", "Clear / quit", priority=True, show=False),
+        Binding("ctrl+c", "ctrl_c", "Interrupt / clear / quit", priority=True, show=False),
         Binding("escape", "interrupt", "Interrupt", show=False),
         Binding("shift+tab", "cycle_mode", "Approval mode", priority=True, show=False),
         Binding("ctrl+t", "toggle_todos", "Todos", priority=True, show=False),
@@ -63,7 +63,7 @@ class AnvilApp(App[int]):
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
                  continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
-                 trust: bool | None = None) -> None:
+                 trust: bool | None = None, first_prompt: str | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
@@ -75,6 +75,9 @@ class AnvilApp(App[int]):
         self._continue = continue_latest
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
+        self.first_prompt = first_prompt  # `anvil "fix the bug"`: sent as soon as the session is ready
+        #: printed by the CLI once the terminal is back: how to resume the session
+        self.farewell: str | None = None
         self._trust = trust  # --trust: the project's risky settings apply without asking
         self.busy = False
         self.started = False  # set when the runtime is ready (tests wait for it)
@@ -87,7 +90,7 @@ class AnvilApp(App[int]):
         self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
         self._waiting_entries: list[UserEntry] = []
         self._renderer: TurnRenderer | None = None
-        self._last_ctrl_c = 0.0
+        self.ctrl_c = CtrlC()
         self._sidebar_forced: bool | None = None
         self._exiting = False
 
@@ -224,6 +227,9 @@ class AnvilApp(App[int]):
 
             show_history(self.transcript, session.resumed_messages)
             self.add_line("notice", resumed)
+            self.status.update_state(used=session.usage().context_used, estimated=True)
+        elif not self.transcript.children:  # a new session opens on what a newcomer needs, not a blank screen
+            self.add_line("notice", welcome_text(settings.model, settings.api_base))
         for warning in session.warnings:
             self.add_line("notice", warning)
         self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
@@ -234,6 +240,9 @@ class AnvilApp(App[int]):
 
             self.run_worker(play(self, self.demo_prompt), group="demo")
             self.demo_prompt = None  # once: /clear and /resume come back here
+        if self.first_prompt:
+            first, self.first_prompt = self.first_prompt, None
+            self.send(first)
         self.send_waiting()
         self.started = True
 
@@ -345,16 +354,21 @@ class AnvilApp(App[int]):
         return not (isinstance(self.screen, ModalScreen) and action in {"cycle_mode", "toggle_todos", "search"})
 
     def action_ctrl_c(self) -> None:
-        now = time.monotonic()
-        if now - self._last_ctrl_c < DOUBLE_PRESS_SECONDS:
+        """Interrupt a running turn when nothing is typed, else clear the input; twice on an idle prompt quits
+        (anvil/frontend/keys.py decides, for --plain too)."""
+        modal = isinstance(self.screen, ModalScreen)
+        typed = bool(self.prompt.text) and not modal
+        action = self.ctrl_c.press(busy=self.busy and self.session is not None, has_input=typed)
+        if action == "quit":
             self.action_exit_app()
             return
-        self._last_ctrl_c = now
-        if isinstance(self.screen, ModalScreen):
-            self.notify("Press Ctrl+C again to quit.", timeout=DOUBLE_PRESS_SECONDS)
-            return
-        self.prompt.load_text("")
-        self.notify("Input cleared. Press Ctrl+C again to quit.", timeout=DOUBLE_PRESS_SECONDS)
+        if action == "interrupt":
+            self.action_interrupt()
+            if modal and hasattr(self.screen, "interrupted"):
+                self.screen.interrupted()  # an approval waiting on the person is answered by the interrupt
+        elif action == "clear":
+            self.prompt.load_text("")
+        self.notify(CTRL_C_TEXT[action], timeout=QUIT_WINDOW + 1)
 
     def action_interrupt(self) -> None:
         search = self.query("#search")
@@ -404,6 +418,7 @@ class AnvilApp(App[int]):
 
     async def _close_and_exit(self) -> None:
         if self.session is not None:
+            self.farewell = farewell_text(self.session.id, self.session.turns)
             with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
                 await asyncio.wait_for(self.session.close(), timeout=5)
             with contextlib.suppress(Exception):

@@ -252,6 +252,10 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
             self._answered = True
             self.dismiss(decision)
 
+    def interrupted(self) -> None:
+        """Ctrl+C interrupted the turn: the request is answered as interrupted (nothing runs)."""
+        self._finish(ApprovalDecision(allow=False, by="interrupt"))
+
     def action_allow_once(self) -> None:
         self._finish(ApprovalDecision(allow=True, by="user"))
 

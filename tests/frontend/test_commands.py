@@ -31,7 +31,9 @@ async def test_unknown_commands_get_a_guess_and_aliases_work(make_session: MakeS
                                                  "themes colour its widgets.")]
     help_ = await run("/help", None)  # help works before the session is ready
     assert help_[0].kind == "help" and "/rewind [turn] [code|chat|both]" in help_[0].text
-    assert help_[0].text.endswith("KEYS")
+    assert help_[1] == Show("KEYS", "help")
+    assert ("/rewind [turn] [code|chat|both]", "list turns, or go back to before one (code, conversation)") in \
+        help_[0].rows  # each description apart from its command, for a hanging indent
 
 
 async def test_commands_that_need_the_session_or_an_idle_turn_say_so(make_session: MakeSession) -> None:
@@ -170,3 +172,14 @@ async def test_think_says_when_the_model_does_not_reason(project: Path) -> None:
         await session.close()
     assert reply == [Show("Reasoning: low from the next model call. openai/gpt-4o does not reason (litellm's model "
                           "information says so): the setting applies once you switch to a model that does.")]
+
+
+def test_help_rows_wrap_each_description_under_itself() -> None:
+    from anvil.frontend.effects import hanging_rows
+
+    text = hanging_rows((("/a", "one two three four five six seven eight nine ten eleven twelve"), ("/bbb", "x")),
+                        width=40)
+    lines = text.splitlines()
+    assert lines[0].startswith("  /a    one") and all(len(line) <= 40 for line in lines)
+    assert lines[1].startswith(" " * 8) and lines[1].strip()  # the wrapped part starts under the description
+    assert lines[-1] == "  /bbb  x"

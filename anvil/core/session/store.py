@@ -69,6 +69,8 @@ class SessionState:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     unpriced_calls: int = 0
+    #: the tokens the conversation took in the context at its last measure (the gauge after a resume)
+    context_used: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -225,6 +227,10 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
             state.todos = list(event.get("todos", []))
         elif etype == "usage":
             _apply_usage(state, event)
+        elif etype == "context_usage":
+            state.context_used = int(event.get("used") or 0)
+        elif etype == "compaction_finished" and event.get("ok", True):
+            state.context_used = int(event.get("tokens_after") or 0)
 
 
 def _apply_usage(state: SessionState, event: dict[str, Any]) -> None:
