@@ -23,12 +23,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.frontend.commands import command_completions, resumed_text
-from anvil.frontend.keys import CTRL_C_TEXT, QUIT_WINDOW, CtrlC
+from anvil.frontend.commands import command_completions
+from anvil.frontend.keys import CtrlC
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
-from anvil.frontend.welcome import farewell_text, welcome_text
+from anvil.frontend.welcome import farewell_text
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
+from anvil.tui.opening import restore_gauge, show_opening
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import choose_theme, configured_theme, load_themes, paint_early_theme
 from anvil.tui.status import StatusBar
@@ -191,6 +192,7 @@ class AnvilApp(App[int]):
                 break
             if isinstance(problem, str) and problem:
                 self.add_line("notice", problem)
+        await restore_gauge(self, self.session)
         # The heap is settled last, once everything start-up loads is loaded. No answer needs it, so a waiting
         # prompt goes first, and a hurry does not start it under the keys: it holds the GIL ~100-200 ms.
         self.warm_up.holds_prompts = False
@@ -221,17 +223,7 @@ class AnvilApp(App[int]):
                                  sandbox=session.sandbox.label)
         if self._theme_flag is None and settings.theme != self.theme:
             self.set_theme(settings.theme)
-        resumed = resumed_text(session)
-        if resumed is not None and session.resumed_messages is not None:
-            from anvil.tui.history import show_history
-
-            show_history(self.transcript, session.resumed_messages)
-            self.add_line("notice", resumed)
-            self.status.update_state(used=session.usage().context_used, estimated=True)
-        elif not self.transcript.children:  # a new session opens on what a newcomer needs, not a blank screen
-            self.add_line("notice", welcome_text(settings.model, settings.api_base))
-        for warning in session.warnings:
-            self.add_line("notice", warning)
+        show_opening(self, session)
         self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
         if session.todos:
             self.show_todos(session.todos)
@@ -354,21 +346,9 @@ class AnvilApp(App[int]):
         return not (isinstance(self.screen, ModalScreen) and action in {"cycle_mode", "toggle_todos", "search"})
 
     def action_ctrl_c(self) -> None:
-        """Interrupt a running turn when nothing is typed, else clear the input; twice on an idle prompt quits
-        (anvil/frontend/keys.py decides, for --plain too)."""
-        modal = isinstance(self.screen, ModalScreen)
-        typed = bool(self.prompt.text) and not modal
-        action = self.ctrl_c.press(busy=self.busy and self.session is not None, has_input=typed)
-        if action == "quit":
-            self.action_exit_app()
-            return
-        if action == "interrupt":
-            self.action_interrupt()
-            if modal and hasattr(self.screen, "interrupted"):
-                self.screen.interrupted()  # an approval waiting on the person is answered by the interrupt
-        elif action == "clear":
-            self.prompt.load_text("")
-        self.notify(CTRL_C_TEXT[action], timeout=QUIT_WINDOW + 1)
+        from anvil.tui.keys import ctrl_c
+
+        ctrl_c(self)
 
     def action_interrupt(self) -> None:
         search = self.query("#search")

@@ -269,12 +269,13 @@ class LineEntry(Entry):
             yield Static(self.text, markup=False)
             return
         from rich.table import Table
+        from rich.text import Text
 
         grid = Table.grid(padding=(0, 2))
         grid.add_column(no_wrap=True)
         grid.add_column()
-        for name, description in self.rows:
-            grid.add_row(name, description)
+        for name, description in self.rows:  # Text, not markup: "/rewind [turn]" is not a style tag
+            grid.add_row(Text(name, style="bold"), Text(description))
         yield Static(grid, classes="rows")
 
     @property
