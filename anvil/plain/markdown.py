@@ -20,6 +20,9 @@ _FENCE = re.compile(r"^\s*(```|~~~)\s*([\w+#.-]*)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _CODE_THEME = "monokai"
+_SGR = r"(?:\x1b\[[0-9;]*m)*"
+_TRAILING_SPACES = re.compile(rf" +({_SGR})$", re.M)
+_BLANK_LINE = re.compile(rf"^{_SGR}\s*{_SGR}$")
 
 
 class Sink(Protocol):
@@ -103,6 +106,17 @@ class MarkdownPrinter:
 
     # -- rendering ------------------------------------------------------------------------------------
 
+    def _tidy(self, ansi: str) -> str:
+        """rich's output without the blank lines it puts around a block (the source's own blank lines are
+        printed as they come) and without the spaces it pads lines with to the full width (they would wrap
+        after the terminal narrows)."""
+        lines = _TRAILING_SPACES.sub(r"\1", ansi).split("\n")
+        while lines and _BLANK_LINE.match(lines[0]):
+            lines.pop(0)
+        while lines and _BLANK_LINE.match(lines[-1]):
+            lines.pop()
+        return "\n".join(lines) + "\n"
+
     def _console(self) -> tuple[io.StringIO, object]:
         from rich.console import Console
 
@@ -125,7 +139,7 @@ class MarkdownPrinter:
             console.print(rendered)  # type: ignore[attr-defined]
         else:
             console.print(Markdown(text, code_theme=_CODE_THEME))  # type: ignore[attr-defined]
-        return buffer.getvalue()
+        return self._tidy(buffer.getvalue())
 
     def _render_code(self, line: str) -> str:
         from rich.syntax import Syntax
@@ -133,7 +147,7 @@ class MarkdownPrinter:
         buffer, console = self._console()
         console.print(Syntax(line, self.fence or "text", theme=_CODE_THEME, word_wrap=True,  # type: ignore[attr-defined]
                              background_color="default"))
-        return buffer.getvalue()
+        return self._tidy(buffer.getvalue())
 
     def _render_code_edge(self, line: str) -> str:
         from rich.text import Text

@@ -15,7 +15,7 @@ from prompt_toolkit.styles import Style
 
 from anvil.core.events import ApprovalRequested, Event, TodoItem, ToolCallStarted, ToolResultEvent
 from anvil.frontend.commands import todo_text
-from anvil.frontend.lines import ScopeChoice, cwd_text, describe, short, thought_text
+from anvil.frontend.lines import ScopeChoice, cwd_text, describe, rules_text, short, thought_text
 
 STYLE = Style.from_dict({
     "tool": "bold ansicyan", "args": "", "ok": "ansigreen", "fail": "ansired bold", "dim": "ansibrightblack",
@@ -125,10 +125,11 @@ def approval_keys() -> StyleAndTextTuples:
             ("", " deny  "), ("class:key", "d"), ("", " deny with a message  "), ("class:dim", "(Ctrl+C interrupts) ")]
 
 
-def scope_text(pattern: str, choices: list[ScopeChoice]) -> StyleAndTextTuples:
-    """The "always allow" step: the rule, and each scope with the file it is saved to."""
-    out: StyleAndTextTuples = [("", "\n  Always allow "), ("class:pattern", pattern),
-                               ("", " from now on? Keep it for:\n")]
+def scope_text(patterns: tuple[str, ...], choices: list[ScopeChoice]) -> StyleAndTextTuples:
+    """The "always allow" step: every rule it saves, and each scope with the file they are saved to."""
+    many = len(patterns) > 1
+    out: StyleAndTextTuples = [("", "\n  Always allow "), ("class:pattern", rules_text(patterns)),
+                               ("", f" from now on? {'These rules are' if many else 'The rule is'} saved for:\n")]
     for choice in choices:
         out += [("class:key", f"    {choice.key}"), ("", f" {choice.text}\n")]
     return [*out, ("class:key", "    Esc"), ("", " back ")]

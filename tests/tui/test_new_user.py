@@ -172,3 +172,40 @@ def test_the_status_bar_cuts_the_activity_text_and_keeps_the_gauge_and_cost() ->
         assert "10% 20k/200k" in shown and shown.endswith("$0.0123")
         assert " auto" in shown and "auto-approve" not in shown
     assert "Running tests" in render_status(state, 120).plain
+
+
+def _text(app: AnvilApp, selector: str) -> str:
+    return str(app.screen.query_one(selector).render())
+
+
+async def test_always_allow_on_a_compound_command_shows_and_saves_every_rule(project: Path, monkeypatch: Any) -> None:
+    call = {"name": "run_command", "arguments": {"command": "git status && touch a.txt && ls"}}
+    app = make_app(project, [{"tool_calls": [call]}, {"text": "first"}, {"tool_calls": [call]}, {"text": "second"}])
+    monkeypatch.setattr(ApprovalScreen, "ARM_DELAY", 0)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "go")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        reasons = _text(app, "#approval-reasons")
+        assert "no rule allows: git status" in reasons and "no rule allows: touch a.txt" in reasons
+        await pilot.press("a")
+        await pilot.pause()
+        assert "`git status *`, `touch *` and `ls *`" in _text(app, "#approval-scope-text")
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not app.busy)
+        await submit(pilot, "again")
+        await wait_for(pilot, lambda: not app.busy and len(app.transcript.query(AssistantEntry)) >= 2)
+        assert not isinstance(app.screen, ApprovalScreen)
+        assert any("`git status *`, `touch *` and `ls *` for this session only" in t for t in lines(app, "notice"))
+
+
+async def test_the_run_tests_approval_shows_the_exact_command_and_where(project: Path) -> None:
+    command = "python3 -c 'print(3)'"
+    app = make_app(project, [{"tool_calls": [{"name": "run_tests", "arguments": {}}]}, {"text": "done"}],
+                   test_command=command)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "test it")
+        await wait_for(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause()
+        assert command in _text(app, "#approval-command") and str(project) in _text(app, "#approval-cwd")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not app.busy)
