@@ -11,6 +11,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
     from typing import Any
 
 EXIT_USAGE = 2
@@ -18,26 +19,33 @@ EXIT_USAGE = 2
 
 HELP_EPILOG = """\
 commands:
-  anvil [PROMPT]            the full-screen app (--plain: a line interface); PROMPT is the first message
-  anvil -p PROMPT           one headless run: the answer on stdout (see --output-format)
-  anvil sessions            this project's sessions (id, start, turns, first prompt); --prune removes old ones
-  anvil trust [PATH]        trust a folder's .anvil/ settings that run commands; --list, --forget
-  anvil acp                 serve an editor over the Agent Client Protocol (Zed, JetBrains, ...)
-  anvil -V, --version       print the version
+  anvil [PROMPT]        the full-screen app (--plain: a line interface);
+                        PROMPT is the first message
+  anvil -p PROMPT       one headless run: the answer on stdout
+  anvil sessions        this project's sessions; --prune removes old ones
+  anvil trust [PATH]    trust a folder's .anvil/ settings; --list, --forget
+  anvil acp             serve an editor over the Agent Client Protocol
+  anvil -V, --version   print the version
 
-keys and variables:
-  the provider's key, as litellm names it: ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, ...
-  (none for --api-base or --model scripted); ANVIL_API_KEY is sent to whichever provider the model uses.
-  ANVIL_MODEL and any other ANVIL_<SETTING> set a setting; BRAVE_API_KEY or TAVILY_API_KEY turn on web_search.
+model and keys:
+  default model: {model}
+  (--model, ANVIL_MODEL or `model` in config change it; /model in a session)
+  the provider's key, as litellm names it: ANTHROPIC_API_KEY, OPENAI_API_KEY,
+  GEMINI_API_KEY, ...; none for --api-base or --model scripted.
+  ANVIL_API_KEY is sent to whichever provider the model uses.
+  ANVIL_<SETTING> sets a plain setting (ANVIL_MODEL, ANVIL_MAX_ITERATIONS, ...);
+  BRAVE_API_KEY or TAVILY_API_KEY turn on web_search.
 
 configuration, lowest priority first:
-  ~/.config/anvil/config.toml ($XDG_CONFIG_HOME/anvil/), yours, for every project
-  .anvil/config.toml at the project root (the git root, or the nearest folder up holding .anvil/)
+  ~/.config/anvil/config.toml     yours, every project ($XDG_CONFIG_HOME/anvil)
+  .anvil/config.toml              the project's, at its root: the git root, or
+                                  the nearest folder up holding .anvil/
   ANVIL_* variables, then these flags
-  sessions, logs and history: ~/.local/share/anvil/ ($XDG_DATA_HOME/anvil/)
+  sessions, logs, history:        ~/.local/share/anvil/ ($XDG_DATA_HOME/anvil)
 
 exit codes:
-  0 done, 1 error (provider, config, session, max iterations), 2 bad usage, 130 interrupted
+  0 done, 1 error (provider, config, session, max iterations), 2 bad usage,
+  130 interrupted
 """
 
 
@@ -48,17 +56,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="anvil", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
-                    "tools.",
-        epilog=HELP_EPILOG,
+        description="A terminal coding assistant: a model reads, edits, searches and runs your code\n"
+                    "through tools.",
+        epilog=HELP_EPILOG.format(model=DEFAULT_MODEL),
     )
     parser.add_argument("first_prompt", nargs="?", metavar="PROMPT",
                         help="the first message of an interactive session (with -p: the prompt to run)")
     parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
                         help="run one prompt headless and print the result ('-' reads it from stdin)")
-    parser.add_argument("--model", help=f"litellm model string (default {DEFAULT_MODEL}, or `model` in config); "
-                                        "e.g. openai/<name> with --api-base, or 'scripted' for the demo model")
+    parser.add_argument("--model", help="any litellm model string (default: see below), e.g. openai/<name> with "
+                                        "--api-base, or 'scripted' for the demo model")
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama)")
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                         help="headless output: the answer (text), one JSON result (json), or one event "
@@ -157,7 +165,6 @@ def _read_prompt(value: str) -> str | None:
 
 def _headless(args: Any, model: Any = None) -> int:
     import asyncio
-    from pathlib import Path
 
     from anvil.config import ConfigError, load_settings
     from anvil.core.model.errors import ModelError
@@ -175,11 +182,12 @@ def _headless(args: Any, model: Any = None) -> int:
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
             return EXIT_USAGE
     try:
-        settings = load_settings(Path.cwd(), _flags(args), trust=_trust(args))
+        root = _project_root()
+        settings = load_settings(root, _flags(args), trust=_trust(args))
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
-        runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest,
+        runtime = open_runtime(settings, root, resume=args.resume, continue_latest=args.continue_latest,
                                interactive=False, model=model)
         return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format))
     except BrokenPipeError:
@@ -208,7 +216,6 @@ def _stream_input_problem(args: Any) -> str | None:
 def _tui(args: Any) -> int:
     """The Textual app. Settings are validated inside it, after the first paint, so errors show there."""
     import os
-    from pathlib import Path
 
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("anvil: the interactive app needs a terminal; use `anvil -p PROMPT` in scripts and pipes.",
@@ -234,7 +241,7 @@ def _tui(args: Any) -> int:
         model, demo_prompt = demo_model(), DEMO_PROMPT
     from anvil.tui.app import AnvilApp
 
-    app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
+    app = AnvilApp(_project_root(), flags=flags, model=model, resume=args.resume, continue_latest=args.continue_latest,
                    theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args), first_prompt=args.first_prompt)
     try:
         code = app.run()
@@ -250,6 +257,14 @@ def _tui(args: Any) -> int:
     if app.return_code not in (None, 0):
         return app.return_code
     return code or 0
+
+
+def _project_root() -> Path:
+    from pathlib import Path
+
+    from anvil.project import find_project_root
+
+    return find_project_root(Path.cwd())
 
 
 def _demo_headless(args: Any) -> int:
@@ -280,7 +295,6 @@ def _demo_headless(args: Any) -> int:
 def _sessions(argv: list[str]) -> int:
     import argparse
     import time
-    from pathlib import Path
 
     from anvil.config import data_dir
     from anvil.core.session.store import SessionStore
@@ -296,7 +310,7 @@ def _sessions(argv: list[str]) -> int:
     parser.add_argument("--all-projects", action="store_true", help="with --prune: every project's sessions, "
                         "not only this directory's")
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
-    store = SessionStore(data_dir(), Path.cwd())
+    store = SessionStore(data_dir(), _project_root())  # the same project from any subdirectory
     if args.prune:
         return _prune(parser, args, store)
     if args.older_than is not None or args.keep is not None or args.dry_run or args.all_projects:

@@ -300,7 +300,12 @@ async def _undo(ctx: CommandContext, arg: str) -> Reply:
     prompt = f" ({prompt[:59] + '…' if len(prompt) > 60 else prompt!r})" if prompt else ""
     files = ", ".join(f"{f.display} ({f.kind})" for f in target.files[:5])
     more = f" and {len(target.files) - 5} more" if len(target.files) > 5 else ""
-    return [Confirm(f"Undo turn {target.turn}{prompt}, restoring {files}{more}?",
+    # The newest turn that changed files may be turns back: say so, so nothing older is undone unawares.
+    back = session.turns - target.turn
+    earlier = (f"The last turn ({session.turns}) changed no files. " if back else "") + (
+        f"Undo turn {target.turn}{prompt}, {back} turn{'s' if back > 1 else ''} back" if back else
+        f"Undo turn {target.turn}{prompt}")
+    return [Confirm(f"{earlier}, restoring {files}{more}?",
                     lambda: _undo_files(lambda force: session.undo(force=force)))]
 
 
@@ -380,7 +385,7 @@ COMMANDS = CommandSet([
     Command("resume", "/resume [id]", "continue an earlier session (the newest other one without an id)", _resume,
             idle_only=True),
     Command("mcp", "/mcp", "MCP servers, their state and tools", _mcp),
-    Command("undo", "/undo", "restore the files changed in the last turn that changed files (asks first)", _undo,
+    Command("undo", "/undo", "restore the files of the last turn that changed files (names it, asks first)", _undo,
             idle_only=True),
     Command("rewind", "/rewind [turn] [code|chat|both]", "list turns, or go back to before one (code, conversation)",
             _rewind, idle_only=True),

@@ -13,7 +13,7 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
            trust: bool | None = None, first_prompt: str | None = None) -> int:
     """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
     then the REPL on the real terminal."""
-    from anvil.config import ConfigError, load_settings, project_trust
+    from anvil.config import ConfigError, find_project_root, load_settings, project_trust
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.plain.repl import run_plain
@@ -22,16 +22,17 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("anvil: --plain needs a terminal; use `anvil -p PROMPT` in scripts and pipes.", file=sys.stderr)
         return 2
+    root = find_project_root(Path.cwd())
     try:
         if trust is None:
-            check = project_trust(Path.cwd())
+            check = project_trust(root)
             if not check.trusted:
                 from anvil.frontend.trust import decide, trust_question
                 from anvil.plain.trust import ask_trust
 
                 trust = decide(check, asyncio.run(ask_trust(trust_question(check))))
-        settings = load_settings(Path.cwd(), flags, trust=trust)
-        runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest)
+        settings = load_settings(root, flags, trust=trust)
+        runtime = open_runtime(settings, root, resume=resume, continue_latest=continue_latest)
         from prompt_toolkit.patch_stdout import patch_stdout
 
         # Anything else printing to stdout (litellm's own messages) goes above the prompt, not through it.

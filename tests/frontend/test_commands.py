@@ -75,6 +75,20 @@ async def test_undo_says_which_turn_and_asks_first(make_session: MakeSession, pr
     assert "removed notes.txt" in done.text and not (project / "notes.txt").exists()
 
 
+async def test_undo_names_an_older_turn_when_the_last_changed_nothing(make_session: MakeSession,
+                                                                      project: Path) -> None:
+    session = make_session([{"tool_calls": [WRITE]}, {"text": "written"}, {"text": "just talk"},
+                            {"text": "more talk"}])
+    await events_of(session.submit("write the notes"))
+    await events_of(session.submit("what now?"))
+    await events_of(session.submit("and then?"))
+    [confirm] = await run("/undo", session)
+    assert isinstance(confirm, Confirm)
+    assert confirm.question == ("The last turn (3) changed no files. Undo turn 1 ('write the notes'), 2 turns back, "
+                                "restoring notes.txt (created)?")
+    assert await follow(confirm, False) == [Show("Nothing was changed.")] and (project / "notes.txt").exists()
+
+
 async def test_undo_asks_again_before_overwriting_outside_changes(make_session: MakeSession, project: Path) -> None:
     session = make_session([{"tool_calls": [WRITE]}, {"text": "written"}])
     await events_of(session.submit("write the notes"))
