@@ -78,7 +78,23 @@ def anvil_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "anvil.cli", *args]
 
 
+#: Modules whose tests drive real terminals (tmux) or whole anvil processes, end to end: marked ``slow``, so
+#: ``pytest -m "not slow"`` is the quick pass while working. The plain ``pytest`` (and CI) runs everything.
+SLOW_MODULES = (
+    "tests/tui/test_tmux_e2e.py", "tests/plain/test_plain_tmux.py", "tests/test_tools_e2e.py",
+    "tests/test_patch_e2e.py", "tests/test_policy_attacks_e2e.py", "tests/test_claude_hooks_e2e.py",
+    "tests/test_headless.py", "tests/test_headless_new_user.py", "tests/test_headless_stream_input.py",
+    "tests/test_trust_headless.py", "tests/test_sandbox_headless.py", "tests/test_mcp_headless.py",
+    "tests/test_reliability.py", "tests/acp/test_acp_clients.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    root = Path(str(config.rootpath))
+    for item in items:
+        if Path(str(item.path)).relative_to(root).as_posix() in SLOW_MODULES:
+            item.add_marker(slow)
     if any(LIVE_KEYS.values()):
         return
     skip = pytest.mark.skip(reason="live: set ANTHROPIC_API_KEY or OPENAI_API_KEY to call a real provider")
