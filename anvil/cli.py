@@ -252,7 +252,7 @@ def _tui(args: Any) -> int:
             from anvil.tui.demo import remove_demo_project
 
             remove_demo_project(demo_root)
-    if app.farewell:
+    if app.farewell and demo_root is None:  # the demo's session went with its temporary directory
         print(app.farewell)
     if app.return_code not in (None, 0):
         return app.return_code

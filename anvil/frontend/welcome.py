@@ -39,7 +39,7 @@ def key_text(model: str, api_base: str | None, environ: Mapping[str, str] | None
         return f"no key set, none needed for a local server ({api_base})"
     if variable is None:
         return "its key is checked when the model loads"
-    return f"key: {variable} is not set (set it and restart anvil, or pick another model with /model NAME)"
+    return f"key: {variable} is not set"
 
 
 def welcome_text(model: str, api_base: str | None, environ: Mapping[str, str] | None = None) -> str:

@@ -13,10 +13,11 @@ def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest:
            trust: bool | None = None, first_prompt: str | None = None) -> int:
     """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
     then the REPL on the real terminal."""
-    from anvil.config import ConfigError, find_project_root, load_settings, project_trust
+    from anvil.config import ConfigError, load_settings, project_trust
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.plain.repl import run_plain
+    from anvil.project import find_project_root
     from anvil.runtime import open_runtime
 
     if not sys.stdin.isatty() or not sys.stdout.isatty():
