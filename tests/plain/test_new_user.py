@@ -129,3 +129,18 @@ async def test_help_descriptions_wrap_under_themselves(make_repl: Any, monkeypat
     column = lines[at].index("tokens")
     assert lines[at + 1][:column].strip() == "" and lines[at + 1][column:].strip()  # a hanging indent
     assert await repl.exit() == 0
+
+
+async def test_undo_names_an_older_turn_and_asks(make_repl: Any, project: Path) -> None:
+    write = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}
+    repl = make_repl([{"tool_calls": [write]}, {"text": "written"}, {"text": "just talk"}])
+    await repl.prompt("write a note")
+    await repl.wait("written")
+    await repl.prompt("what now?")
+    await repl.wait("just talk")
+    await repl.prompt("/undo")
+    await repl.wait("The last turn (2) changed no files. Undo turn 1 ('write a note'), 1 turn back, restoring "
+                    "notes.txt (created)? [y/N]")
+    await repl.send("n\r", then="Nothing was changed.")
+    assert (project / "notes.txt").exists()
+    assert await repl.exit() == 0

@@ -209,3 +209,22 @@ async def test_the_run_tests_approval_shows_the_exact_command_and_where(project:
         assert command in _text(app, "#approval-command") and str(project) in _text(app, "#approval-cwd")
         await pilot.press("n")
         await wait_for(pilot, lambda: not app.busy)
+
+
+async def test_undo_names_an_older_turn_and_asks(project: Path) -> None:
+    from anvil.tui.confirm import ConfirmScreen
+
+    write = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "draft\n"}}
+    app = make_app(project, [{"tool_calls": [write]}, {"text": "written"}, {"text": "just talk"}])
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "write a note")
+        await wait_for(pilot, lambda: not app.busy and (project / "notes.txt").exists())
+        await submit(pilot, "what now?")
+        await wait_for(pilot, lambda: not app.busy and len(app.transcript.query(AssistantEntry)) >= 2)
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.question == ("The last turn (2) changed no files. Undo turn 1 ('write a note'), "  # type: ignore[attr-defined]
+                                       "1 turn back, restoring notes.txt (created)?")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert (project / "notes.txt").exists()
