@@ -44,6 +44,10 @@ def show_opening(app: OpeningHost, session: SessionFacade) -> None:
 async def restore_gauge(app: OpeningHost, session: SessionFacade) -> None:
     """A resumed session's gauge as it was left (estimated until the next call), once the model's window is
     known (after the warm-up loaded what the model needs)."""
-    if session.resumed_messages is not None:
+    if session.resumed_messages is None:
+        return
+    try:
         gauge = await asyncio.to_thread(session.context_event)
-        app.status.update_state(used=gauge.used, window=gauge.window, estimated=True)
+    except Exception:  # the model's facts could not be had: the gauge waits for the first call, as before
+        return
+    app.status.update_state(used=gauge.used, window=gauge.window, estimated=True)
