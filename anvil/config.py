@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from anvil import DEFAULT_MODEL
+from anvil.config_errors import explain
 from anvil.config_imports import IMPORT_KEYS, Imported, import_flags, read_imports
 from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.core.hooks.config import HooksConfig
@@ -153,17 +154,6 @@ class Settings(BaseModel):
         return list(self._import_notes)
 
 
-_TYPE_WORDS = {
-    "int_parsing": "a whole number", "int_type": "a whole number", "bool_parsing": "true or false",
-    "bool_type": "true or false", "string_type": "a string (in quotes)", "float_parsing": "a number",
-    "float_type": "a number", "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table",
-    "model_type": "a table",
-}
-#: pydantic's bound checks, with the bound they were given: "'max_iterations' should be at least 1, not 0"
-_BOUND_WORDS = {"greater_than_equal": "at least {ge}", "greater_than": "more than {gt}",
-                "less_than_equal": "at most {le}", "less_than": "less than {lt}"}
-
-
 def xdg_config_home() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
 
@@ -217,51 +207,6 @@ def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> ConfigError:
-    err = exc.errors()[0]
-    key = ".".join(str(p) for p in _as_written(err["loc"]))
-    if err["type"] == "extra_forbidden":
-        known = ", ".join(_known_keys(err["loc"][:-1]))
-        return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    bound = _BOUND_WORDS.get(err["type"])
-    expected = bound.format(**err.get("ctx", {})) if bound else _TYPE_WORDS.get(
-        err["type"], err["msg"].removeprefix("Value error, ").removeprefix("Input should be "))
-    got = _lookup(layer, err["loc"])
-    return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
-
-
-def _as_written(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A setting's location as the person wrote it: without the scope :func:`_scoped` put in."""
-    if loc[:1] == ("permissions",) and loc[1:2] in (("user",), ("project",)):
-        return loc[:1] + loc[2:]
-    return loc
-
-
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys allowed where an unknown one was found, by walking the models along its location."""
-    model: Any = Settings
-    key_next = False  # after a dict or list setting, the next part is a name or an index, not a field
-    for part in loc:
-        if key_next:
-            key_next = False
-            continue
-        if not (isinstance(model, type) and issubclass(model, BaseModel)) or str(part) not in model.model_fields:
-            return []
-        model = model.model_fields[str(part)].annotation
-        if getattr(model, "__origin__", None) in (dict, list):
-            model, key_next = model.__args__[-1], True
-    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
-
-
-def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
-    for part in loc:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
 _TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
            "commands", "acp"}
@@ -311,7 +256,7 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None, environ: dict
         try:
             Settings.model_validate(candidate)
         except ValidationError as exc:
-            raise _explain(exc, source, candidate) from None
+            raise ConfigError(explain(exc, source, candidate, Settings)) from None
         merged = candidate
     settings = Settings.model_validate(merged)
     settings._project_trust = TrustDecision(trusted, None if trust is True else check.digest)

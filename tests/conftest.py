@@ -87,13 +87,21 @@ SLOW_MODULES = (
     "tests/test_trust_headless.py", "tests/test_sandbox_headless.py", "tests/test_mcp_headless.py",
     "tests/test_reliability.py", "tests/acp/test_acp_clients.py",
 )
+#: Single tests elsewhere that start whole anvil processes (20 s and more each in a full run on 2 cores).
+SLOW_TESTS = (
+    "tests/core/model/test_anthropic.py::test_resumed_thinking_goes_back_after_continue",
+    "tests/acp/test_acp_session.py::test_load_replays_the_session",
+    "tests/core/policy/test_protected_writes.py::test_headless_cli_refuses_and_tells_the_person",
+    "tests/core/loop/test_wiring.py::test_headless_plan_mode_prints_the_plan",
+    "tests/test_project_root.py::test_anvil_sessions_from_a_subdirectory_lists_the_projects_sessions",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     slow = pytest.mark.slow
     root = Path(str(config.rootpath))
     for item in items:
-        if Path(str(item.path)).relative_to(root).as_posix() in SLOW_MODULES:
+        if Path(str(item.path)).relative_to(root).as_posix() in SLOW_MODULES or item.nodeid in SLOW_TESTS:
             item.add_marker(slow)
     if any(LIVE_KEYS.values()):
         return

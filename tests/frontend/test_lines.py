@@ -68,7 +68,7 @@ def test_the_answer_said_back_names_the_rule_and_its_file() -> None:
     event = request(rule_files=FILES, suggested_pattern="touch *")
     always = ApprovalDecision(True, remember="project", pattern="touch *")
     assert decision_text(always, event, ROOT) == (
-        "always allowed: `touch *` in this project (saved in .anvil/permissions.toml)")
+        "always allowed: `touch *` for this project (saved in .anvil/permissions.toml)")
     assert decision_text(ApprovalDecision(True), event, ROOT) == "allowed once"
     assert decision_text(ApprovalDecision(False, "use make"), event, ROOT) == "denied with your message: use make"
     assert decision_text(ApprovalDecision(False, by="interrupt"), event, ROOT) == "interrupted"
