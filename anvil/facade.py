@@ -47,6 +47,8 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     unpriced_calls: int = 0
+    #: ``context_used`` is an estimate (a resumed session's last known figure, or counted before a reply)
+    context_estimated: bool = False
 
 
 class SessionFacade:
@@ -229,9 +231,15 @@ class SessionFacade:
 
     def usage(self) -> Usage:
         totals = self._agent.usage.summary()
-        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], self._agent.context.used,
+        context = self._agent.context
+        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], context.used,
                      totals["cache_read_tokens"], totals["cache_write_tokens"], totals["reasoning_tokens"],
-                     totals["unpriced_calls"])
+                     totals["unpriced_calls"], context.estimated)
+
+    def context_event(self) -> ContextUsage:
+        """The gauge as it stands (after a resume: the session's last known figure, estimated), without
+        counting anything."""
+        return self._agent.context.event()
 
     async def measure(self) -> ContextUsage:
         """Count the conversation against the model's window now (after a model switch or a rewind)."""

@@ -41,6 +41,7 @@ from anvil.core.events import (
     PhaseStarted,
     PlanProposed,
     Retrying,
+    TextDelta,
     ToolCallStarted,
     TransitionRejected,
     TurnEnded,
@@ -51,7 +52,7 @@ from anvil.core.model.errors import ModelError
 from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
 from anvil.frontend.jobs import JobLaunch
-from anvil.frontend.lines import describe
+from anvil.frontend.lines import describe, short
 from anvil.frontend.prompt import prepare_prompt, prompt_turn
 from anvil.runtime import Runtime
 
@@ -73,6 +74,7 @@ class _Run:
     the calls that were refused."""
 
     answer: str = ""
+    partial: str = ""  # the reply streaming now: an interrupt leaves only this
     continued: bool = False  # the last reply stopped at the output limit: the next one goes on with its text
     plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
@@ -121,11 +123,29 @@ class _Output:
         if line is not None:
             self.complain(line.text)
 
+    def denied(self, name: str, args: dict[str, Any], by: str) -> None:
+        """Text output only shows the answer: a call that was not run is said on stderr (json and stream-json
+        carry it as ``permission_denials`` and events)."""
+        if self.format != "text":
+            return
+        what = short(str(args.get("command") or args.get("path") or ""), 80)
+        call = f"{name} `{what}`" if what else name
+        if by == "headless":
+            self.complain(f"{call} was not run: it needs approval, and nobody can answer here; allow it with "
+                          "--auto-approve or a rule in .anvil/config.toml ([permissions] allow).")
+        else:
+            self.complain(f"{call} was not run: refused by {by}.")
+
     def finish(self, run: _Run, session: SessionFacade) -> int:
         ended = run.ended
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
+        if ended.reason == "interrupted" and run.partial:
+            run.answer += run.partial  # what streamed before the interrupt is the answer there is
+        if ended.reason == "interrupted" and self.format == "text":
+            self.complain(f"interrupted: the answer {'below is incomplete' if run.answer else 'was not finished'}; "
+                          "`anvil -c -p \"go on\"` continues the session.")
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
         text = run.result
@@ -271,14 +291,17 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output,
         match event:
             case PlanProposed(future=None, plan=plan):
                 run.plan = plan
+            case TextDelta(text=text):
+                run.partial += text
             case AssistantMessage(text=text, continues=continues):
                 run.answer = run.answer + text if run.continued else text
-                run.continued = continues
+                run.continued, run.partial = continues, ""
             case ToolCallStarted(call_id=call_id, name=name, args=args):
                 run.calls[call_id] = (name, args)
             case ApprovalAnswered(allow=False, by=by) if by != "interrupt":
                 name, args = run.calls.get(event.call_id, (event.tool, {}))
                 run.denials.append({"tool_name": name, "tool_use_id": event.call_id, "tool_input": args, "by": by})
+                output.denied(name, args, by)
             case PhaseStarted():
                 run.job = event
             case JobFinished():

@@ -279,6 +279,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if state is not None:
         agent.turn = state.turns
         agent.usage.restore({**vars(state), "cost": state.total_cost})
+        # The gauge starts from the last measure the session recorded, marked estimated until the next call.
+        agent.context.used, agent.context.estimated = state.context_used, True
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     if job is None and state is not None and state.workflow:
         job = _session_job(settings, root, state.workflow, warnings)

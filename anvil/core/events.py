@@ -110,7 +110,8 @@ class ApprovalDecision:
     """The answer to an approval request.
 
     ``remember`` is a scope ("session", "project", "user") when the person chose "always allow" (or, with
-    ``allow`` false, "always deny"); ``pattern`` is then the rule saved.
+    ``allow`` false, "always deny"); ``pattern`` is then the rule saved, and ``patterns`` every rule saved when
+    there are several (one per part of a compound command).
     """
 
     allow: bool
@@ -118,6 +119,14 @@ class ApprovalDecision:
     remember: str | None = None
     pattern: str | None = None
     by: str = "user"
+    patterns: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every rule this answer saves (none unless ``remember``)."""
+        if not self.remember:
+            return ()
+        return self.patterns or ((self.pattern,) if self.pattern else ())
 
 
 #: The answer to an approval request nobody can give: ``anvil -p``, and a sub-agent's request in such a run.
@@ -154,7 +163,7 @@ class ApprovalRequested(Event):
     reasons: tuple[str, ...] = ()
     suggested_pattern: str | None = None
     diff: str | None = None
-    #: for a command-running tool: the shell command it would run, as the policy evaluated it
+    #: for a command-running tool (and run_tests): the shell command it would run, as the policy evaluated it
     command: str | None = None
     #: for a command: the directory the policy evaluated it in, where it would run (the shell's, after a cd)
     cwd: str | None = None
@@ -164,6 +173,9 @@ class ApprovalRequested(Event):
     no_rule_reason: str = ""
     #: only the person may answer, once (a protected path, a command leaving the sandbox): offer no "always"
     person_only: bool = False
+    #: every rule "always allow" saves, each shown before it is saved: one per part of a compound command no
+    #: rule covers (``suggested_pattern`` is the first)
+    suggested_patterns: tuple[str, ...] = ()
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )
@@ -188,6 +200,8 @@ class ApprovalAnswered(Event):
     by: str
     message: str = ""
     rule: str | None = None
+    #: every rule saved with this answer ("always allow" on a compound command saves one per part)
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,8 @@ class Agent(WorkflowSteps, Verifying, Compacting):
         the policy) becomes an ``error`` event with one line, and the session stays valid to resume."""
         self._interrupt.clear()
         turn = TurnState(text)
+        if self.session is not None:
+            self.session.begin()  # a new session becomes a file with its first turn
         try:
             async for event in self._turn(turn):
                 yield event

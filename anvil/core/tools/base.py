@@ -228,6 +228,12 @@ class Tool(ABC):
         """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
         return None
 
+    def shown_command(self, args: Any, ctx: ToolContext) -> tuple[str, Path] | None:
+        """For a tool that runs a command its approval is not about (its rule names the tool, ``run_tests(*)``):
+        the exact command line and the directory it would run in, shown when the person is asked; None for the
+        rest."""
+        return None
+
     def write_targets(self, args: Any) -> list[str]:
         """The paths this call writes, as the model gave them. Every tool that writes files declares them: the
         approval policy asks about protected ones (anvil's configuration, git's files, shell start-up files)
