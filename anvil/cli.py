@@ -22,8 +22,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="anvil",
         description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
-                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
-                    "`anvil trust` trusts this folder's .anvil/ settings; `anvil acp` serves an editor (ACP).",
+                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil -p --task FILE` runs a task file; "
+                    "`anvil tasks` lists tasks and `anvil answer TASK TEXT` answers a blocked one; `anvil eval` "
+                    "measures anvil on a suite of tasks; `anvil sessions` lists sessions; `anvil trust` trusts this "
+                    "folder's .anvil/ settings; `anvil acp` serves an editor (ACP).",
         epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
                "these flags, in increasing priority.",
     )
@@ -54,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replay a scripted session in the app on a copy of a demo project (no key, no network)")
     parser.add_argument("--plain", action="store_true",
                         help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
+    parser.add_argument("--task", metavar="FILE", help="run a Markdown task file (YAML header: title, prd, verify, "
+                        "max_iterations, workflow) headless; exit 4 when it ends blocked on a question")
+    parser.add_argument("--answer", metavar="TEXT", help="answer the open question of a blocked task and resume it "
+                        "(with --task FILE, or -c for the newest session); `anvil answer TASK TEXT` is the same")
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
                         help="resume the newest session of this directory")
@@ -78,6 +84,20 @@ def main(argv: list[str] | None = None) -> int:
         from anvil.frontend.trust import trust_command
 
         return trust_command(args_list[1:])
+    if args_list[:1] == ["tasks"]:
+        from anvil.frontend.tasks import tasks_command
+
+        return tasks_command(args_list[1:])
+    if args_list[:1] == ["eval"]:
+        from anvil.eval.cli import main as eval_main
+
+        return eval_main(args_list[1:])
+    if args_list[:1] == ["answer"]:
+        if len(args_list) < 3 or args_list[1].startswith("-") or args_list[2].startswith("-"):
+            print('usage: anvil answer TASK "ANSWER" [--model M] [--output-format F] ...: answers the open question '
+                  "of a blocked task and resumes its run", file=sys.stderr)
+            return EXIT_USAGE
+        args_list = ["-p", "--task", args_list[1], "--answer", args_list[2], *args_list[3:]]
     parser = build_parser()
     args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
     if args.version:
@@ -87,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.max_iterations is not None and args.max_iterations < 1:
         parser.error("--max-iterations must be at least 1")
-    if args.prompt is None and args.input_format == "text":
+    if args.prompt is None and args.input_format == "text" and args.task is None and args.answer is None:
         if args.plain:
             return _plain(args)
         return _tui(args)
@@ -126,6 +146,7 @@ def _headless(args: Any) -> int:
     from anvil.config import ConfigError, load_settings
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
+    from anvil.core.tasks.state import TaskStateError
 
     if args.input_format == "stream-json":
         problem = _stream_input_problem(args)
@@ -135,28 +156,54 @@ def _headless(args: Any) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if prompt is None or not prompt.strip():
+        if (prompt is None or not prompt.strip()) and args.task is None and args.answer is None:
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
+            return EXIT_USAGE
+    task = None
+    if args.task is not None or args.answer is not None:
+        task = _task_launch(args, prompt or "")
+        if task is None:
             return EXIT_USAGE
     try:
         settings = load_settings(Path.cwd(), _flags(args), trust=_trust(args))
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
-        runtime = open_runtime(settings, Path.cwd(), resume=args.resume, continue_latest=args.continue_latest,
-                               interactive=False)
-        return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format))
+        resume = task.resume if task is not None else args.resume
+        runtime = open_runtime(settings, Path.cwd(), resume=resume, interactive=False,
+                               continue_latest=args.continue_latest and task is None)
+        return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format,
+                                        task=task))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ConfigError, SessionError, ModelError) as exc:
+    except (ConfigError, SessionError, ModelError, TaskStateError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _task_launch(args: Any, prompt: str) -> Any:
+    """The task run these flags ask for, or None after saying in one line why it cannot start."""
+    from pathlib import Path
+
+    from anvil.config import data_dir
+    from anvil.frontend.tasks import TaskStartError, prepare_launch
+
+    if args.input_format != "text":
+        print("anvil: --task and --answer take no --input-format stream-json (a task is one run).", file=sys.stderr)
+        return None
+    try:
+        return prepare_launch(Path.cwd(), data_dir(), task=args.task, answer=args.answer, resume=args.resume,
+                              continue_latest=args.continue_latest, extra=prompt,
+                              keep_iterations=args.max_iterations is not None)
+    except TaskStartError as exc:
+        print(f"anvil: {exc}", file=sys.stderr)
+        return None
 
 
 def _stream_input_problem(args: Any) -> str | None:

@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -35,6 +35,7 @@ from anvil.core.events import (
     AssistantMessage,
     ErrorEvent,
     Event,
+    IntentPreview,
     Notice,
     PlanProposed,
     Retrying,
@@ -47,13 +48,15 @@ from anvil.core.model.errors import ModelError
 from anvil.facade import SessionFacade
 from anvil.frontend.lines import describe
 from anvil.frontend.prompt import prepare_prompt, prompt_turn
+from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
-    "text": (ErrorEvent, Notice, Retrying), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
+    "text": (ErrorEvent, Notice, Retrying, IntentPreview), "json": (ErrorEvent, Retrying),
+    "stream-json": (ErrorEvent,)}
 PLAN_ONLY = ("plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it out, or "
              "without --mode plan.")
 #: how a turn ended, in Claude Code's words (its ``subtype``)
@@ -105,7 +108,7 @@ class _Output:
         if line is not None:
             self.complain(line.text)
 
-    def finish(self, run: _Run, session: SessionFacade) -> int:
+    def finish(self, run: _Run, session: SessionFacade, task: dict[str, Any] | None = None) -> int:
         ended = run.ended
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
@@ -113,11 +116,15 @@ class _Output:
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
         text = run.plan if run.plan is not None else run.answer
+        if ended.reason == "blocked":  # the question is what this run leaves the person
+            text = ended.message
         if self.format == "text" and text:
             self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format in {"json", "stream-json"}:
-            self._json(result_object(session, run))
+            self._json(result_object(session, run, task))
         self.out.flush()
+        if task is not None and task["status"] == "failed":  # verification still failing counts as an error
+            return EXIT_ERROR
         return EXIT_CODES.get(ended.reason, EXIT_ERROR)
 
     def _json(self, data: dict[str, Any]) -> None:
@@ -126,9 +133,9 @@ class _Output:
 
 async def run_headless(runtime: Runtime, prompt: str | None, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None, *, input_format: str = "text",
-                       stdin: TextIO | None = None) -> int:
+                       stdin: TextIO | None = None, task: TaskLaunch | None = None) -> int:
     """One turn for ``prompt``; with ``input_format="stream-json"``, a turn for every user message on ``stdin``
-    (after ``prompt``, when there is one)."""
+    (after ``prompt``, when there is one); with ``task``, the task's run (exit 4 when it ends blocked)."""
     session = SessionFacade(runtime)
     output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
     output.started(session)
@@ -148,12 +155,13 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
                 return await _conversation(session, prompt, output, stdin or sys.stdin)
         finally:
             await session.close()
+    task_turn = TaskTurn(session, task, blocking=True) if task is not None else None
     try:
         with _interrupt_on_sigint(session):
-            run = await _turn(session, prompt or "", output)
+            run = await _turn(session, prompt or "", output, task_turn.events() if task_turn else None)
     finally:
         await session.close()
-    return output.finish(run, session)
+    return output.finish(run, session, task_turn.result if task_turn else None)
 
 
 async def _conversation(session: SessionFacade, prompt: str | None, output: _Output, stdin: TextIO) -> int:
@@ -226,9 +234,11 @@ def user_message(line: str) -> tuple[str | None, str | None]:
     return None, 'the message has no content: {"message": {"role": "user", "content": "..."}}'
 
 
-async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
+async def _turn(session: SessionFacade, prompt: str, output: _Output,
+                events: AsyncIterator[Event] | None = None) -> _Run:
     run = _Run()
-    async for event in prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
+    events = events or prompt_turn(session, prepare_prompt(prompt, session.root))  # @file, @server:uri
+    async for event in events:
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
             event.answer(headless_denial(event.reasons))
         output.event(event)
@@ -270,9 +280,10 @@ def _interrupt_on_sigint(session: SessionFacade) -> Iterator[None]:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
+def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None = None) -> dict[str, Any]:
     """How a turn ended, in anvil's field names and Claude Code's: ``turns``/``num_turns``, ``cost``/
-    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's."""
+    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's.
+    ``verification``: the turn's checks and who fixed what; ``task``: a task run's status, question and plan."""
     ended = run.ended
     assert ended is not None, "a turn always ends with turn_ended"
     usage = session.usage()
@@ -296,10 +307,13 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
         "cost": cost,
         "total_cost_usd": cost,
         "permission_denials": run.denials,
+        "verification": session.verification(),
     }
+    if task is not None:
+        result["task"] = task
     if run.plan is not None:
         result.update(plan=run.plan, stop_reason="plan")
     return result
 
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]
+__all__ = ["EXIT_BLOCKED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]

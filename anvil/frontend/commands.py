@@ -16,6 +16,7 @@ import difflib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from anvil.frontend.effects import Confirm, Exit, Render, Replace, Reply, RunEvents, Show, ShowTodos, SwitchModel
@@ -356,6 +357,22 @@ async def _export(ctx: CommandContext, arg: str) -> Reply:
     return [Show(f"Exported the conversation to {path}")]
 
 
+async def _task(ctx: CommandContext, arg: str) -> Reply:
+    if not arg:
+        return [Show("Usage: /task FILE: run a Markdown task file (title, description, PRD, verify commands) in "
+                     "this session. Headless: anvil -p --task FILE.")]
+    from anvil.frontend.tasks import TaskStartError, TaskTurn, prepare_launch
+
+    session = ctx.session
+    path = Path(arg).expanduser()
+    try:
+        launch = await asyncio.to_thread(prepare_launch, session.root, session.data_dir,
+                                         task=str(path if path.is_absolute() else session.root / path))
+    except TaskStartError as exc:
+        return [Show(str(exc), "error")]
+    return [Show(f"Task: {launch.spec.title}"), RunEvents(TaskTurn(session, launch, blocking=False).events())]
+
+
 async def _exit(ctx: CommandContext, arg: str) -> Reply:
     return [Exit()]
 
@@ -378,5 +395,7 @@ COMMANDS = CommandSet([
     Command("rewind", "/rewind [turn] [code|chat|both]", "list turns, or go back to before one (code, conversation)",
             _rewind, idle_only=True),
     Command("export", "/export [file]", "write the conversation as Markdown into the project", _export),
+    Command("task", "/task FILE", "run a task file (title, PRD, verify commands) in this session", _task,
+            idle_only=True),
     Command("exit", "/exit", "quit anvil", _exit, needs_session=False),
 ])

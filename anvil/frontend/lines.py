@@ -18,6 +18,7 @@ from anvil.core.events import (
     CompactionStarted,
     ErrorEvent,
     Event,
+    IntentPreview,
     Notice,
     Retrying,
     TodoItem,
@@ -57,6 +58,10 @@ def describe(event: Event) -> Line | None:
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
+        case TurnEnded(reason="blocked", message=message):
+            return Line("error", f"Blocked: {message}")
+        case IntentPreview(outline=outline):
+            return Line("notice", f"Plan (the model's intent preview; not enforced):\n{outline}")
     return None
 
 

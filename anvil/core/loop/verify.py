@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,16 +102,20 @@ def failure_message(failures: list[CheckResult], retries_left: int) -> str:
     return "\n".join(parts)
 
 
-def report(results: list[CheckResult], changed: bool = True) -> str:
-    """One honest sentence for the person about the last verification run."""
+def report(results: list[CheckResult], changed: bool = True, *, fixed_files: Sequence[str] = (),
+           model_fixed: bool = False) -> str:
+    """One honest sentence for the person about the last verification run, and who fixed what on the way:
+    ``fixed_files`` the automatic fixers changed, ``model_fixed`` failures went back to the model."""
     failed = [r for r in results if not r.ok]
     names = ", ".join(f"`{r.command}`" for r in results)
+    fixers = f" The automatic fixers changed {', '.join(dict.fromkeys(fixed_files))}." if fixed_files else ""
     if not failed:
-        return f"Verification passed: {names}."
+        model = " The model fixed the failures handed back to it." if model_fixed else ""
+        return f"Verification passed: {names}.{fixers}{model}"
     detail = "; ".join(f"`{r.command}` {r.status}: {_last_line(r.output)}" for r in failed)
     why = "" if changed else " The model stopped without changing anything after the failure."
     rerun = " and ".join(f"`{r.command}`" for r in failed)
-    return (f"Verification still failing: {detail}.{why} Run {rerun} in the project root to see the whole "
+    return (f"Verification still failing: {detail}.{why}{fixers} Run {rerun} in the project root to see the whole "
             "output, or ask anvil to keep fixing it.")
 
 
