@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,12 +51,14 @@ def tail(output: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     return text
 
 
-async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox | None = None) -> CheckResult:
-    """One command, in the session's sandbox (the model wrote the code it checks)."""
+async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox | None = None,
+                    env: Mapping[str, str] | None = None) -> CheckResult:
+    """One command, in the session's sandbox (the model wrote the code it checks); ``env``: its environment
+    (default: anvil's)."""
     started = time.monotonic()
     sandbox = sandbox or Sandbox.disabled(root)
     try:
-        launch = await sandbox.launch(["/bin/sh", "-c", command], root)
+        launch = await sandbox.launch(["/bin/sh", "-c", command], root, env=env)
     except SandboxUnavailable as exc:
         return CheckResult(command, False, None, str(exc), 0.0)
     try:
@@ -85,10 +87,10 @@ async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox |
     return CheckResult(command, ok, process.returncode, text, time.monotonic() - started)
 
 
-async def run_checks(commands: list[str], root: Path, timeout: float,
-                     sandbox: Sandbox | None = None) -> list[CheckResult]:
+async def run_checks(commands: list[str], root: Path, timeout: float, sandbox: Sandbox | None = None,
+                     env: Mapping[str, str] | None = None) -> list[CheckResult]:
     """Every command, in order: all failures are worth seeing at once, not only the first."""
-    return [await run_check(command, root, timeout, sandbox) for command in commands]
+    return [await run_check(command, root, timeout, sandbox, env) for command in commands]
 
 
 def failure_message(failures: list[CheckResult], retries_left: int) -> str:

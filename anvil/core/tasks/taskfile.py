@@ -12,8 +12,9 @@
 
 ``anvil eval`` reads more keys from the same header (ignored by a single run): ``files`` (the folder of starting
 files, default ``files``), ``repo`` and ``ref`` (a local git repository and the commit to start from instead),
-``timeout`` (seconds a run may take) and ``check`` (commands run after the run, unseen by the model, that must pass
-too: "pyproject.toml is unchanged"). Any other key is an error, so a typo does not silently drop a limit.
+``timeout`` (seconds a run may take), ``check`` (commands run after the run, unseen by the model, that must pass
+too: "pyproject.toml is unchanged") and ``expect`` (``done``, the default, or ``blocked`` for a task that should end
+on a question). Any other key is an error, so a typo does not silently drop a limit.
 
 A file without a header is a task too: its first ``# heading`` is the title and the rest the description.
 Every problem is one :class:`TaskFileError` naming the file and what to change.
@@ -53,6 +54,7 @@ class TaskSpec:
     ref: str | None = None
     timeout: float | None = None
     check: tuple[str, ...] = ()
+    expect: str = "done"
 
     @property
     def name(self) -> str:
@@ -98,6 +100,7 @@ _KEYS: dict[str, tuple[Any, str]] = {
     "ref": (lambda v: str(v) if isinstance(v, (str, int)) and str(v).strip() else None, "a git commit, tag or branch"),
     "timeout": (_positive_number, "a number of seconds"),
     "check": (_commands, "a command or a list of commands"),
+    "expect": (lambda v: v if v in ("done", "blocked") else None, "done or blocked"),
 }
 
 
