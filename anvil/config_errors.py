@@ -15,16 +15,26 @@ _TYPE_WORDS = {
 }
 
 
+#: what a setting of several shapes should be (pydantic reports each shape's error apart)
+_SHAPES = {"autofix": 'true, false or a table of fixer commands per language, e.g. python = ["ruff check --fix '
+                      '{paths}"]'}
+
+
 def explain(exc: ValidationError, source: str, layer: dict[str, Any], settings: type[BaseModel]) -> str:
     """The message for the first error of ``exc``, found validating ``layer`` (from ``source``) as ``settings``."""
     err = exc.errors()[0]
-    key = ".".join(str(p) for p in _as_written(err["loc"]))
     if err["type"] == "extra_forbidden":
+        key = ".".join(str(p) for p in _as_written(err["loc"]))
         known = ", ".join(_known_keys(settings, err["loc"][:-1]))
         return f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}."
+    loc = err["loc"]
+    if loc and str(loc[0]) in _SHAPES:  # a union: its members' names are in the location, not the person's keys
+        got = _lookup(layer, loc[:1])
+        return f"{source}: '{loc[0]}' should be {_SHAPES[str(loc[0])]}, not {got!r}."
+    key = ".".join(str(p) for p in _as_written(loc))
     expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
                                .removeprefix("input should be "))
-    got = _lookup(layer, err["loc"])
+    got = _lookup(layer, loc)
     return f"{source}: '{key}' should be {expected}, not {got!r}."
 
 

@@ -9,6 +9,7 @@ runs in flight are interrupted (anvil ends its turn) and what finished is kept.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -86,7 +87,12 @@ class RayBackend:
         except ImportError:
             raise BackendError(RAY_MISSING) from None
         if not ray.is_initialized():
-            self._started_here = not os.environ.get("RAY_ADDRESS")
+            address = os.environ.get("RAY_ADDRESS", "")
+            self._started_here = not address
+            problem = unreachable(address)
+            if problem:  # Ray itself would retry for minutes before saying so
+                raise BackendError(f"could not connect to Ray ({address}): {problem}. Check RAY_ADDRESS, or unset "
+                                   "it to start a local Ray for the eval.")
             try:
                 ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR",
                          configure_logging=False)
@@ -136,6 +142,20 @@ class RayBackend:
         self._inflight.clear()
         if self._started_here:
             ray.shutdown()
+
+
+def unreachable(address: str, timeout: float = 5.0) -> str | None:
+    """Why nothing answers at a Ray address (``host:port`` or ``ray://host:port``), or None (also for ``auto``
+    and an empty address, which Ray resolves itself)."""
+    target = address.removeprefix("ray://").strip()
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
 
 
 def backend(name: str, jobs: int) -> LocalBackend | RayBackend:

@@ -45,8 +45,8 @@ _CANNOT = re.compile(r"\b(cannot|can't|can ?not|unable to|am not able to|could n
                      r"(proceed|continue|go on|complete|finish|implement|satisfy)\b", re.IGNORECASE)
 _REASONS = re.compile(
     r"\b(contradict\w*|conflicting requirements?|requirements? (that )?conflict|mutually exclusive"
-    r"|(missing|need|needs|require[sd]?|without)( the| an| a| valid)? (credentials?|api keys?|access tokens?"
-    r"|passwords?|secrets?)|(unreachable|cannot reach|can't reach|could not reach|couldn't connect))",
+    r"|(missing|need|needs|require[sd]?|without)\s+(\S+\s+){0,3}?(credentials?|api keys?|access tokens?"
+    r"|passwords?|secrets?|permissions?)\b|(unreachable|cannot reach|can't reach|could not reach|couldn't connect))",
     re.IGNORECASE)
 _SENTENCE = re.compile(r"[^.!?\n]*[.!?]?")
 

@@ -156,7 +156,7 @@ def _split(text: str, path: Path) -> tuple[dict[str, Any], str]:
     try:
         header = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)  # where the thing began
         where = f" (line {mark.line + 2})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise TaskFileError(f"{path}: the front matter is not valid YAML{where}: {problem}. Fix that line.") from None
