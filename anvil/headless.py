@@ -105,7 +105,9 @@ class _Output:
             self._json(event.to_dict())
             self.out.flush()
         line = describe(event) if isinstance(event, STDERR_EVENTS[self.format]) else None
-        if line is not None:
+        if isinstance(event, IntentPreview) and line is not None:  # text mode shows no other text of the model's
+            self.complain(f"plan (the model's intent preview; not enforced):\n{event.outline}")
+        elif line is not None:
             self.complain(line.text)
 
     def finish(self, run: _Run, session: SessionFacade, task: dict[str, Any] | None = None) -> int:
@@ -291,7 +293,7 @@ def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None
     result: dict[str, Any] = {
         "type": "result",
         "subtype": SUBTYPES.get(ended.reason, "error_during_execution"),
-        "result": run.plan if run.plan is not None else run.answer,
+        "result": ended.message if ended.reason == "blocked" else run.plan if run.plan is not None else run.answer,
         "session_id": session.id,
         "is_error": ended.reason != "done",
         "stop_reason": ended.reason,

@@ -55,7 +55,7 @@ def test_the_task_fills_the_system_prompt_and_verification_decides(project: Path
     assert data["task"]["plan"] == "Outline: one file, greeting.txt."
     verification = data["verification"]
     assert verification["passed"] and verification["checks"][0]["command"] == "grep -q hello greeting.txt"
-    assert "Plan (the model's intent preview; not enforced)" not in result.stderr  # json: no stderr chatter
+    assert "intent preview" not in result.stderr  # json: the plan is in the result, not on stderr
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -82,6 +82,7 @@ def test_a_question_blocks_the_run_and_anvil_answer_resumes_it(project: Path, se
     assert blocked.returncode == 4, blocked.stderr
     assert blocked.stdout == "English or French? (options: English; French)\n"  # the question is the output
     assert 'Answer with anvil answer tasks/greet.md "your answer".' in blocked.stderr
+    assert "anvil: plan (the model's intent preview; not enforced):\nWhich language is meant?\n" in blocked.stderr
     listing = anvil(project, None, "tasks")
     assert listing.returncode == 0
     lines = listing.stdout.splitlines()
@@ -110,6 +111,7 @@ def test_json_says_blocked_with_the_blocker(project: Path, server: ScriptedOpenA
     assert result.returncode == 4
     data = json.loads(result.stdout)
     assert data["stop_reason"] == "blocked" and data["is_error"] is True
+    assert data["result"] == data["task"]["blocker"]["question"]  # the question is what the run leaves
     blocker = data["task"]["blocker"]
     assert blocker["source"] == "stated" and "API key" in blocker["question"] and blocker["answer"] is None
     assert data["task"]["status"] == "blocked"

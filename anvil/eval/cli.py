@@ -14,6 +14,7 @@ what finished (exit 130).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -60,8 +61,6 @@ def main(argv: list[str]) -> int:
     try:
         return _main(argv)
     except BrokenPipeError:  # `anvil eval compare A B | head`: the reader went away
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
 
@@ -83,10 +82,22 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     out = (args.out or Path("anvil-eval") / time.strftime("%Y%m%d-%H%M%S")).resolve()
     specs = plan_runs(tasks, args.model, args.workflow, args.runs, out, keep=args.keep_workdirs)
+    unconfined = sandbox_problem()
+    if unconfined and args.backend == "local":
+        err.print(f"anvil eval: {unconfined} The runs use --auto-approve, so the models' commands would run "
+                  "unconfined.", markup=False, highlight=False)
     err.print(f"anvil eval: {len(specs)} runs ({len(tasks)} tasks × {len(args.model)} models × "
               f"{len(args.workflow or ['task'])} workflows × {args.runs}) on {args.backend}, {args.jobs} at a time; "
               f"results in {out}")
     return execute(specs, backend(args.backend, args.jobs), out, err)
+
+
+def sandbox_problem() -> str | None:
+    """Why the runs' commands could not be sandboxed on this machine (anvil's notice), or None."""
+    from anvil.core.sandbox.places import Places, SandboxSettings
+    from anvil.core.sandbox.sandbox import Sandbox
+
+    return Sandbox(SandboxSettings(mode="auto"), Places(Path.cwd())).status.notice()
 
 
 def plan_runs(tasks: list[EvalTask], models: list[str], workflows: list[str] | None, runs: int, out: Path, *,
@@ -133,7 +144,11 @@ def execute(specs: list[RunSpec], runner: Any, out: Path, err: Console) -> int:
         except KeyboardInterrupt:
             interrupted = True
             err.print("anvil eval: interrupted; stopping the runs in flight (Ctrl+C again quits at once)…")
-            runner.stop()
+            try:
+                runner.stop()
+            except KeyboardInterrupt:  # the person really wants out: what finished is in results.jsonl already
+                err.print(f"anvil eval: quit; {len(records)} finished runs are in {results}.")
+                os._exit(EXIT_INTERRUPTED)
         except BackendError as exc:
             err.print(f"anvil eval: {exc}", markup=False, highlight=False)
             return EXIT_USAGE

@@ -91,6 +91,14 @@ def anvil_command() -> list[str]:
     return [sys.executable, "-m", "anvil.cli"]
 
 
+def run_argv(task_file: Path, model: str, workflow: str) -> list[str]:
+    """The headless task run: every event on stdout, tools allowed without asking (the OS sandbox holds), and
+    the workflow passed on to the run's ``--workflow`` (``none`` is the run's own default)."""
+    argv = [*anvil_command(), "-p", "--task", str(task_file), "--model", model, "--output-format", "stream-json",
+            "--auto-approve"]
+    return argv + (["--workflow", workflow] if workflow != "none" else [])
+
+
 def run_environment(spec: RunSpec) -> dict[str, str]:
     """The environment of a run and of its checks: anvil's own Python environment first on PATH, so `python -m
     pytest` and `ruff` in verify commands are the ones installed with anvil."""
@@ -139,10 +147,7 @@ def _run(spec: RunSpec, workdir: Path, record: dict[str, Any], cancel: threading
     if task_file is None:  # an instance: its task file is written beside the data dir, out of the model's sight
         task_file = spec.run_dir / "task.md"
         task_file.write_text(task.task_text or "", encoding="utf-8")
-    argv = [*anvil_command(), "-p", "--task", str(task_file), "--model", model, "--output-format", "stream-json",
-            "--auto-approve"]
-    if spec.workflow != "none":
-        argv += ["--workflow", spec.workflow]
+    argv = run_argv(task_file, model, spec.workflow)
     data = spec.run_dir / "data"
     env = {**run_environment(spec), "XDG_DATA_HOME": str(data), "PYTHONUNBUFFERED": "1"}
     watch, ended = _launch(argv, workdir, env, spec, cancel, progress)
@@ -226,7 +231,9 @@ def _take_result(record: dict[str, Any], watch: Watch, data: Path) -> None:
     result = watch.result
     if result is None:
         if record["error"] is None:
-            record["error"] = f"anvil ended without a result (exit {record['exit_code']}); see anvil-stderr.log"
+            said = _last_line(data.parent / "anvil-stderr.log")
+            record["error"] = f"anvil ended without a result (exit {record['exit_code']})" + (f": {said}" if said
+                                                                                              else "")
         return
     usage = result.get("usage") or {}
     record.update(stop_reason=result.get("stop_reason"), iterations=result.get("turns") or 0,
@@ -276,3 +283,13 @@ async def _checks(commands: list[str], root: Path, spec: RunSpec) -> list[Any]:
         return await run_checks(commands, root, spec.task.timeout, sandbox, env)
     finally:
         await sandbox.close()
+
+
+def _last_line(path: Path) -> str:
+    """The last thing anvil said on stderr (its one-line error), for a run that ended without a result."""
+    try:
+        lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
+    except OSError:
+        return ""
+    said = [line for line in lines if line]
+    return said[-1][:300] if said else ""

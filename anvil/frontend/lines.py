@@ -60,8 +60,9 @@ def describe(event: Event) -> Line | None:
             return Line("error", message)
         case TurnEnded(reason="blocked", message=message):
             return Line("error", f"Blocked: {message}")
-        case IntentPreview(outline=outline):
-            return Line("notice", f"Plan (the model's intent preview; not enforced):\n{outline}")
+        case IntentPreview():
+            return Line("notice", "The outline above is the model's plan for this task (an intent preview; not "
+                                  "enforced).")
     return None
 
 

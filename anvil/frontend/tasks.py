@@ -21,7 +21,7 @@ from anvil.frontend.lines import short
 
 if TYPE_CHECKING:
     from anvil.core.events import Event
-    from anvil.core.tasks.state import TaskState
+    from anvil.core.tasks.state import TaskState, TaskStore
     from anvil.core.tasks.taskfile import TaskSpec
     from anvil.facade import SessionFacade
 
@@ -91,7 +91,7 @@ def prepare_launch(root: Path, data_dir: Path, *, task: str | None = None, answe
     return _resuming(spec, state, answer, data_dir, root, extra, keep_iterations)
 
 
-def _state_of_session(store: Any, data_dir: Path, root: Path, resume: str | None,
+def _state_of_session(store: TaskStore, data_dir: Path, root: Path, resume: str | None,
                       continue_latest: bool) -> TaskState:
     from anvil.core.session.store import SessionStore
 
@@ -103,7 +103,7 @@ def _state_of_session(store: Any, data_dir: Path, root: Path, resume: str | None
     if state is None:
         raise TaskStartError(f"the session {session_id or '(none yet)'} is not a task run's. Answer a blocked task "
                              "with `anvil answer TASK \"…\"`; `anvil tasks` lists them.")
-    return state  # type: ignore[no-any-return]
+    return state
 
 
 def _resuming(spec: TaskSpec, state: TaskState, answer: str, data_dir: Path, root: Path, extra: str,

@@ -16,7 +16,7 @@ import pytest
 from anvil.eval.compare import compare
 from anvil.eval.report import nice_step, render_report
 from anvil.eval.results import summarise
-from anvil.eval.runner import model_for
+from anvil.eval.runner import model_for, run_argv
 from anvil.eval.suite import SuiteError, load_suites
 from anvil.eval.workspace import folder_diff
 from tests.conftest import anvil_command
@@ -201,3 +201,12 @@ def test_folder_diffs_name_binary_files_and_skip_caches() -> None:
     assert "--- a/a.py\n+++ b/a.py\n" in diff and "-x = 1\n+x = 2\n" in diff
     assert "--- a/gone.txt\n+++ /dev/null\n" in diff and "+hi\n\\ No newline at end of file\n" in diff
     assert "Binary file img.png changed" in diff
+
+
+def test_the_workflow_goes_to_the_run_s_workflow_flag(tmp_path: Path) -> None:
+    task = tmp_path / "task.md"
+    plain = run_argv(task, "scripted", "none")
+    assert plain[-8:] == ["-p", "--task", str(task), "--model", "scripted", "--output-format", "stream-json",
+                          "--auto-approve"][-8:] and "--workflow" not in plain
+    assert run_argv(task, "scripted", "phased")[-2:] == ["--workflow", "phased"]
+    assert run_argv(task, "scripted", "tdd")[-2:] == ["--workflow", "tdd"]

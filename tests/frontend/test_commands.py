@@ -172,6 +172,10 @@ async def test_task_runs_a_task_file_in_the_session(make_session: MakeSession, p
     from anvil.core.events import IntentPreview, Notice, TurnEnded
 
     assert any(isinstance(e, IntentPreview) and e.outline == "Outline: notes.txt only." for e in events)
+    from anvil.frontend.lines import describe
+
+    preview = next(e for e in events if isinstance(e, IntentPreview))
+    assert describe(preview).text.startswith("The outline above is the model's plan")  # type: ignore[union-attr]
     assert next(e for e in events if isinstance(e, TurnEnded)).reason == "done"
     assert isinstance(events[-1], Notice) and events[-1].message == 'Task "Notes": done.'
     model = session.model
