@@ -210,3 +210,24 @@ def test_the_workflow_goes_to_the_run_s_workflow_flag(tmp_path: Path) -> None:
                           "--auto-approve"][-8:] and "--workflow" not in plain
     assert run_argv(task, "scripted", "phased")[-2:] == ["--workflow", "phased"]
     assert run_argv(task, "scripted", "tdd")[-2:] == ["--workflow", "tdd"]
+
+
+def test_a_task_folder_can_start_from_a_local_repository_at_a_ref(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    start = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b  # fixed later, after the ref\n")
+    subprocess.run(["git", "commit", "-qam", "later"], cwd=repo, check=True, env={**os.environ, **GIT})
+    suite = tmp_path / "suite"
+    make_task(suite, "calc", verify="python -c 'from calc import add; assert add(2, 3) == 5'",
+              header=f"repo: ../../calc-repo\nref: {start}\n")
+    model = make_model(tmp_path, "m", {"calc": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]},
+        {"tool_calls": [{"name": "edit_file", "arguments": {"path": "calc.py", "old_string": "a - b",
+                                                            "new_string": "a + b"}}]},
+        say("Fixed.")]})
+    out = tmp_path / "out"
+    result = eval_run(tmp_path, str(suite), "--model", model, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    (run,) = records(out / "results.jsonl")
+    assert run["success"], run  # the edit only matches at the ref: the run started there, not at the head
+    assert run["diff"].startswith("diff --git a/calc.py b/calc.py") and "+    return a + b\n" in run["diff"]
