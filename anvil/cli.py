@@ -24,6 +24,9 @@ commands:
   anvil [PROMPT]        the full-screen app (--plain: a line interface);
                         PROMPT is the first message
   anvil -p PROMPT       one headless run: the answer on stdout
+  anvil -p --task FILE  run a Markdown task file (exit 4: blocked on a question)
+  anvil tasks           this project's tasks; anvil answer TASK TEXT resumes one
+  anvil eval SUITE...   measure anvil on a suite of tasks (see the README)
   anvil sessions        this project's sessions; --prune removes old ones
   anvil trust [PATH]    trust a folder's .anvil/ settings; --list, --forget
   anvil acp             serve an editor over the Agent Client Protocol
@@ -47,7 +50,7 @@ configuration, lowest priority first:
 
 exit codes:
   0 done, 1 error (provider, config, session, max iterations), 2 bad usage,
-  130 interrupted
+  4 a task run blocked on a question, 130 interrupted
 """
 
 
@@ -97,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
                              "with a job")
     parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
+    parser.add_argument("--task", metavar="FILE", help="run a Markdown task file (YAML header: title, prd, verify, "
+                        "max_iterations, workflow) headless; exit 4 when it ends blocked on a question")
+    parser.add_argument("--answer", metavar="TEXT", help="answer the open question of a blocked task and resume it "
+                        "(with --task FILE, or -c for the newest session); `anvil answer TASK TEXT` is the same")
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
                         help="resume the newest session of this project (and the job it worked on)")
@@ -124,6 +131,20 @@ def main(argv: list[str] | None = None) -> int:
         from anvil.frontend.trust import trust_command
 
         return trust_command(args_list[1:])
+    if args_list[:1] == ["tasks"]:
+        from anvil.frontend.tasks import tasks_command
+
+        return tasks_command(args_list[1:])
+    if args_list[:1] == ["eval"]:
+        from anvil.eval.cli import main as eval_main
+
+        return eval_main(args_list[1:])
+    if args_list[:1] == ["answer"]:
+        if len(args_list) < 3 or args_list[1].startswith("-") or args_list[2].startswith("-"):
+            print('usage: anvil answer TASK "ANSWER" [--model M] [--output-format F] ...: answers the open question '
+                  "of a blocked task and resumes its run", file=sys.stderr)
+            return EXIT_USAGE
+        args_list = ["-p", "--task", args_list[1], "--answer", args_list[2], *args_list[3:]]
     parser = build_parser()
     args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
     if args.version:
@@ -140,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.prompt:
             parser.error("give the prompt once: after -p, or as PROMPT")
         args.prompt, args.first_prompt = args.first_prompt, None  # `anvil -p --model x "prompt"`
-    if args.prompt is None and args.input_format == "text":
+    if args.prompt is None and args.input_format == "text" and args.task is None and args.answer is None:
         if args.plain:
             return _plain(args)
         return _tui(args)
@@ -220,6 +241,7 @@ def _headless(args: Any, model: Any = None) -> int:
     from anvil.config import ConfigError, load_settings
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
+    from anvil.core.tasks.state import TaskStateError
     from anvil.core.workflows.base import JobError
 
     job = _job(args)
@@ -233,8 +255,14 @@ def _headless(args: Any, model: Any = None) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)):
+        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)) \
+                and args.task is None and args.answer is None:
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
+            return EXIT_USAGE
+    task = None
+    if args.task is not None or args.answer is not None:
+        task = _task_launch(args, prompt or "")
+        if task is None:
             return EXIT_USAGE
     try:
         root = _project_root()
@@ -242,22 +270,41 @@ def _headless(args: Any, model: Any = None) -> int:
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
-        runtime = open_runtime(settings, root, resume=None if job else args.resume,
-                               continue_latest=args.continue_latest, interactive=False, model=model,
+        resume = task.resume if task is not None else None if job else args.resume
+        runtime = open_runtime(settings, root, resume=resume, interactive=False, model=model,
+                               continue_latest=args.continue_latest and task is None,
                                resume_job=(job.workflow, job.resume) if job and job.resume else None)
         return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format,
-                                        job=job))
+                                        job=job, task=task))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ConfigError, SessionError, ModelError, JobError) as exc:
+    except (ConfigError, SessionError, ModelError, JobError, TaskStateError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _task_launch(args: Any, prompt: str) -> Any:
+    """The task run these flags ask for, or None after saying in one line why it cannot start."""
+
+    from anvil.config import data_dir
+    from anvil.frontend.tasks import TaskStartError, prepare_launch
+
+    if args.input_format != "text":
+        print("anvil: --task and --answer take no --input-format stream-json (a task is one run).", file=sys.stderr)
+        return None
+    try:
+        return prepare_launch(_project_root(), data_dir(), task=args.task, answer=args.answer, resume=args.resume,
+                              continue_latest=args.continue_latest, extra=prompt,
+                              keep_iterations=args.max_iterations is not None)
+    except TaskStartError as exc:
+        print(f"anvil: {exc}", file=sys.stderr)
+        return None
 
 
 def _stream_input_problem(args: Any) -> str | None:

@@ -92,6 +92,12 @@ class Settings(BaseModel):
     """Extra model calls allowed for fixing a failed verification before anvil reports it as still failing."""
     verify_timeout: float = Field(600.0, gt=0)
     """Seconds each verification command may run before it is stopped and counted as failed."""
+    autofix: bool | dict[str, list[str]] = True
+    """Automatic fixers run on the changed files when verification fails, before the model: true (for Python
+    ``ruff check --fix`` then ``ruff format``, when ruff is installed), false, or a table of fixer commands per
+    language or extension (``python = ["ruff check --fix {paths}"]``; ``[]`` turns one off)."""
+    task_prd_chars: int = Field(12_000, ge=500)
+    """Characters of a task's PRD put in the system prompt; the rest is cut, saying so."""
     theme: str = "anvil-dark"
     """Name of the TUI theme."""
     allowed_dirs: list[str] = Field(default_factory=list)

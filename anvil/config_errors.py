@@ -16,6 +16,9 @@ _TYPE_WORDS = {
 #: pydantic's bound checks, with the bound they were given: "'max_iterations' should be at least 1, not 0"
 _BOUND_WORDS = {"greater_than_equal": "at least {ge}", "greater_than": "more than {gt}",
                 "less_than_equal": "at most {le}", "less_than": "less than {lt}"}
+#: what a setting of several shapes should be (pydantic reports each shape's error apart)
+_SHAPES = {"autofix": 'true, false or a table of fixer commands per language, e.g. python = ["ruff check --fix '
+                      '{paths}"]'}
 
 
 def explain(exc: ValidationError, source: str, layer: dict[str, Any], settings: type[BaseModel]) -> str:
@@ -26,6 +29,9 @@ def explain(exc: ValidationError, source: str, layer: dict[str, Any], settings: 
     if err["type"] == "extra_forbidden":
         known = ", ".join(_known_keys(settings, err["loc"][:-1]))
         return f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}."
+    if err["loc"] and str(err["loc"][0]) in _SHAPES:  # a union: its members' names are in the location
+        shape = str(err["loc"][0])
+        return f"{source}: '{shape}' should be {_SHAPES[shape]}, not {_lookup(layer, err['loc'][:1])!r}."
     bound = _BOUND_WORDS.get(err["type"])
     expected = bound.format(**err.get("ctx", {})) if bound else _TYPE_WORDS.get(
         err["type"], err["msg"].removeprefix("Value error, ").removeprefix("Input should be "))

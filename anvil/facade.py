@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from anvil.core.model.protocol import Model
     from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
+    from anvil.core.tasks.run import TaskRun
+    from anvil.core.tasks.taskfile import TaskSpec
     from anvil.core.tools.base import EditorTerminal
     from anvil.core.workflows.base import JobStatus
 
@@ -194,6 +196,22 @@ class SessionFacade:
             return list_jobs(self._runtime.jobs_dir())
         except JobError:
             return []
+
+    def task_run(self, spec: TaskSpec, *, blocking: bool, keep_iterations: bool = False) -> TaskRun:
+        """A run of the task ``spec`` in this session (see :mod:`anvil.core.tasks.run`); ``blocking``: nobody can
+        answer a question now (headless), so questions and escalations end the turn as blockers."""
+        from anvil.core.tasks.run import TaskRun
+        from anvil.core.tasks.state import TaskStore
+
+        store = TaskStore(self.data_dir, self.root)
+        return TaskRun(spec, store, self._agent, self.id, blocking=blocking, keep_iterations=keep_iterations,
+                       prd_budget=self.settings.task_prd_chars)
+
+    def verification(self) -> dict[str, Any] | None:
+        """The last turn's verification (checks, what the automatic fixers changed, what the model had to fix),
+        or None when no checks ran."""
+        record = self._agent.verification
+        return record.to_dict() if record.ran else None
 
     def steer(self, text: str) -> None:
         """A message typed while a turn runs: the model sees it before its next call."""

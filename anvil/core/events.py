@@ -13,7 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck"]
+#: why a turn ended; "blocked": a task run cannot go on without the person's answer (see :class:`BlockerRaised`)
+TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "blocked"]
 
 
 @dataclass(frozen=True)
@@ -416,3 +417,40 @@ class PlanProposed(Event):
     def answer(self, decision: PlanDecision) -> None:
         if self.future is not None and not self.future.done():
             self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, decision)
+
+
+@dataclass(frozen=True)
+class BlockerRaised(Event):
+    """A task run cannot go on without the person: the turn ends ``blocked`` and the task waits for an answer.
+
+    ``source`` says how it was noticed: ``ask_user`` (the model asked, and nobody can answer in this run),
+    ``stated`` (the model said it cannot go on), ``escalation`` (a threshold: the same error 3 times, the
+    same file failing 3 edits, more than 5 failures in the turn) or ``stuck`` (a loop guard)."""
+
+    type: ClassVar[str] = "blocker"
+    question: str
+    source: str
+    #: what the model was looking at: its last words, or the last error
+    context: str = ""
+    #: the calls of the turn, last ones first cut: ``edit_file app.py: failed (No match …)``
+    tried: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AutofixApplied(Event):
+    """The automatic fixers (``ruff check --fix``, ``ruff format`` …) changed files after a failed verification,
+    before the failures went back to the model."""
+
+    type: ClassVar[str] = "autofix"
+    commands: tuple[str, ...]
+    files: tuple[str, ...]
+    diff: str
+
+
+@dataclass(frozen=True)
+class IntentPreview(Event):
+    """A complex task's outline (files, module boundaries, order), written by the model before its first change;
+    shown to the person as the plan, not enforced."""
+
+    type: ClassVar[str] = "intent_preview"
+    outline: str

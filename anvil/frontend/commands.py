@@ -374,6 +374,12 @@ async def _workflow(ctx: CommandContext, arg: str) -> Reply:
     return await workflow_command(ctx.session, arg)
 
 
+async def _task(ctx: CommandContext, arg: str) -> Reply:
+    from anvil.frontend.tasks import task_command
+
+    return await task_command(ctx.session, arg)
+
+
 async def _exit(ctx: CommandContext, arg: str) -> Reply:
     return [Exit()]
 
@@ -398,5 +404,7 @@ COMMANDS = CommandSet([
     Command("export", "/export [file]", "write the conversation as Markdown into the project", _export),
     Command("workflow", "/workflow [phased INSTRUCTIONS|stop]", "this session's job; start a phased job; stop it",
             _workflow, idle_only=True),
+    Command("task", "/task FILE", "run a task file (title, PRD, verify commands) in this session", _task,
+            idle_only=True),
     Command("exit", "/exit", "quit anvil", _exit, needs_session=False),
 ])

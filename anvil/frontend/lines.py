@@ -18,6 +18,7 @@ from anvil.core.events import (
     CompactionStarted,
     ErrorEvent,
     Event,
+    IntentPreview,
     JobFinished,
     Notice,
     PhaseEnded,
@@ -63,6 +64,11 @@ def describe(event: Event) -> Line | None:
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
+        case TurnEnded(reason="blocked", message=message):
+            return Line("error", f"Blocked: {message}")
+        case IntentPreview():
+            return Line("notice", "The outline above is the model's plan for this task (an intent preview; not "
+                                  "enforced).")
     return None
 
 

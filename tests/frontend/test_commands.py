@@ -197,3 +197,27 @@ def test_help_rows_wrap_each_description_under_itself() -> None:
     assert lines[0].startswith("  /a    one") and all(len(line) <= 40 for line in lines)
     assert lines[1].startswith(" " * 8) and lines[1].strip()  # the wrapped part starts under the description
     assert lines[-1] == "  /bbb  x"
+
+
+async def test_task_runs_a_task_file_in_the_session(make_session: MakeSession, project: Path) -> None:
+    (project / "task.md").write_text("---\ntitle: Notes\nverify: \"grep -q draft notes.txt\"\n---\nWrite notes.\n")
+    session = make_session([{"text": "Outline: notes.txt only.", "tool_calls": [WRITE]}, {"text": "Wrote it."}])
+    reply = await run("/task task.md", session)
+    assert reply[0] == Show("Task: Notes") and isinstance(reply[1], RunEvents)
+    events = await events_of(reply[1].events)
+    from anvil.core.events import IntentPreview, Notice, TurnEnded
+
+    assert any(isinstance(e, IntentPreview) and e.outline == "Outline: notes.txt only." for e in events)
+    from anvil.frontend.lines import describe
+
+    preview = next(e for e in events if isinstance(e, IntentPreview))
+    assert describe(preview).text.startswith("The outline above is the model's plan")  # type: ignore[union-attr]
+    assert next(e for e in events if isinstance(e, TurnEnded)).reason == "done"
+    assert isinstance(events[-1], Notice) and events[-1].message == 'Task "Notes": done.'
+    model = session.model
+    assert isinstance(model, ScriptedModel)
+    assert "# Task\n\n**Title**: Notes" in model.calls[0][0]["content"]
+    assert "ask them with ask_user" in model.calls[0][0]["content"]  # somebody is there to answer
+    assert (await run("/task", session))[0].text.startswith("Usage: /task FILE")
+    missing = await run("/task nowhere.md", session)
+    assert missing[0].kind == "error" and "No task file at" in missing[0].text

@@ -42,6 +42,9 @@ class ToolResult:
     changed: bool | None = None
     #: images for the model to look at (``mime_type``, base64 ``data``), shown to models that take images
     images: list[dict[str, str]] = field(default_factory=list)
+    #: the call cannot go on without the person, and nobody can answer in this run (a headless task run): the
+    #: question; the loop ends the turn ``blocked`` after this reply's calls
+    blocked: str | None = None
 
 
 class ToolArgs(BaseModel):
