@@ -49,11 +49,13 @@ from anvil.core.tools.edit.styles import offer_edit_tools
 from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
-from anvil.core.workflows.base import JobError, Workflow
+from anvil.core.workflows.base import JobError, SubagentRunner, Workflow
 from anvil.core.workflows.jobfiles import new_job_id
 from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
 from anvil.core.workflows.phased.logic import Limits
 from anvil.core.workflows.phased.workflow import PhasedSettings
+from anvil.core.workflows.tdd.machine import Limits as TddLimits
+from anvil.core.workflows.tdd.workflow import TddSettings
 from anvil.trust import ignored_notice
 
 
@@ -73,6 +75,8 @@ class Runtime:
     notify: Callable[[str], Any] = field(default=lambda message: None)
     #: the secret values masked in what anvil writes (headless output among it)
     secrets: SecretMasker = field(default_factory=SecretMasker)
+    #: how workflows run a sub-agent (the TDD workflow's code review)
+    subagents: SubagentRunner | None = None
     _closed: bool = False
 
     async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
@@ -108,13 +112,15 @@ class Runtime:
         kind = WORKFLOWS.get(name)
         if kind is None:
             raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
-        if not instructions.strip():
+        if kind.needs_instructions and not instructions.strip():
             raise JobError("A job needs instructions: say what the job is for (or give --instructions FILE).")
         if self.agent.workflow is not None:
             raise JobError(f"This session works on job {self.agent.workflow.job_id} already: /workflow stop ends it, "
                            "or start the new job in a new session.")
         directory = job_directory(self.jobs_dir(), new_job_id())
         workflow = kind.start(self.root, directory, instructions, workflow_settings(self.settings, name))
+        if self.subagents is not None:
+            workflow.use_subagents(self.subagents)
         self.agent.attach_workflow(workflow)
         return workflow
 
@@ -249,11 +255,12 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model)
     agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
-    tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
-                       max_iterations=settings.subagent_max_iterations,
-                       compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage)))
+    task_tool = TaskTool(lambda: agent.model, tools, policy, types=agent_types,
+                         max_iterations=settings.subagent_max_iterations,
+                         compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage))
+    tools.add(task_tool)
     runtime = Runtime(settings, root, agent, session, store, warnings, state, hooks,
-                      undo=UndoManager(checkpoints, root), secrets=masker)
+                      undo=UndoManager(checkpoints, root), secrets=masker, subagents=task_tool.run_agent)
     if settings.mcp_servers:
         runtime.mcp = McpManager(settings.mcp_servers, root, log_dir=data_dir() / "mcp",
                                  on_message=lambda message: runtime.notify(message),
@@ -265,6 +272,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if job is None and state is not None and state.workflow:
         job = _session_job(settings, root, state.workflow, warnings)
     if job is not None:
+        job.use_subagents(task_tool.run_agent)
         agent.attach_workflow(job)
     return runtime
 
@@ -275,7 +283,14 @@ def jobs_dir(settings: Settings, root: Path) -> Path:
 
 def workflow_settings(settings: Settings, name: str) -> Any:
     """Workflow ``name``'s settings (``[workflows.NAME]``) as the plain values the core takes."""
-    return {"phased": _phased_settings}[name](settings)
+    return {"phased": _phased_settings, "tdd": _tdd_settings}[name](settings)
+
+
+def _tdd_settings(settings: Settings) -> TddSettings:
+    tdd = settings.workflows.tdd
+    return TddSettings(tdd.plan_path, tuple(tdd.preflight) if tdd.preflight is not None else None,
+                       tuple(settings.verify), TddLimits(tdd.scope_reduction_after, tdd.escalate_after),
+                       tdd.review_command or None, tdd.main_branch or None, settings.verify_timeout)
 
 
 def _phased_settings(settings: Settings) -> PhasedSettings:

@@ -279,6 +279,30 @@ class JobFinished(Event):
 
 
 @dataclass(frozen=True)
+class JobStateChanged(Event):
+    """A workflow job's state changed; ``waiting``: it stopped for the person, who reads ``detail`` (why, a report)."""
+
+    type: ClassVar[str] = "job_state_changed"
+    workflow: str
+    job_id: str
+    old: str
+    new: str
+    detail: str = ""
+    waiting: Literal["", "halted", "escalated"] = ""
+
+
+@dataclass(frozen=True)
+class GitOperation(Event):
+    """A git command a workflow's job ran itself (a branch, a merge, a reset): whether it worked, what git said."""
+
+    type: ClassVar[str] = "git_operation"
+    job_id: str
+    command: str
+    ok: bool
+    output: str = ""
+
+
+@dataclass(frozen=True)
 class ContextUsage(Event):
     type: ClassVar[str] = "context_usage"
     used: int

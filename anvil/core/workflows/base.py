@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from anvil.core.events import Event, TodoItem, ToolCall, UsageReport
 from anvil.core.tools.base import Tool, ToolContext, ToolResult
@@ -54,6 +54,15 @@ class Transition:
     reset: bool = False
     end: Literal["pause", "finish"] | None = None
     message: str = ""
+
+
+class SubagentRunner(Protocol):
+    """Runs one of anvil's sub-agents for a workflow (the runtime gives it, :meth:`Workflow.use_subagents`): agent
+    type ``agent_type`` on ``prompt``, with the session's tools its type allows plus ``tools`` (the workflow's own,
+    such as one the sub-agent reports through), under the session's approvals; its report, as the task tool's."""
+
+    async def __call__(self, agent_type: str, prompt: str, ctx: ToolContext,
+                      tools: Sequence[Tool] = ()) -> ToolResult: ...
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,14 @@ class Workflow(ABC):
 
     def attach(self, ctx: ToolContext, session_id: str) -> None:  # noqa: B027 - a hook: nothing by default
         """Joined to a session: the tool context its tools and todos live in, and the session's id."""
+
+    def use_subagents(self, run: SubagentRunner) -> None:  # noqa: B027 - a hook: nothing by default
+        """The session's way to run a sub-agent, given before :meth:`attach` to workflows that may need one."""
+
+    def clear_halt(self) -> str:
+        """The person says what stopped the job for them is resolved (a HALTED state): what changed, for them to
+        read; JobError saying what is still in the way, or that this job has nothing to clear."""
+        raise JobError(f"Job {self.job_id} ({self.name}) has no halt to clear.")
 
     @abstractmethod
     def offered_tools(self, available: Sequence[Tool]) -> list[Tool]:
