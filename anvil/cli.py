@@ -57,10 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plain", action="store_true",
                         help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
     parser.add_argument("--workflow", metavar="NAME",
-                        help="work as a long job: 'phased' (strategic and tactical phases in turn). Its instructions "
-                             "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
+                        help="work as a long job: 'phased' (strategic and tactical phases in turn; its instructions "
+                             "are the prompt (-p), --instructions FILE, or your first message) or 'tdd' (the PRs of "
+                             "the project's master plan, test first; a prompt adds notes); --resume JOB goes on "
                              "with a job")
     parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
+    parser.add_argument("--clear-halt", action="store_true",
+                        help="with --workflow tdd: clear the halt of the newest job (or --resume JOB) once you put "
+                             "the repository right, then exit")
     # `anvil -p --workflow phased "..."`: the prompt may also come after the options (-p then takes no value)
     parser.add_argument("words", nargs="*", metavar="PROMPT", help=argparse.SUPPRESS)
     resume = parser.add_mutually_exclusive_group()
@@ -99,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     problem = _job_problem(args)
     if problem:
         parser.error(problem)
+    if args.clear_halt:
+        from anvil.frontend.jobs import clear_halt_command
+
+        return clear_halt_command(_flags(args), args.workflow, args.resume, _trust(args))
     if args.words:
         if args.prompt != "":
             parser.error(f"unrecognized arguments: {' '.join(args.words)} (a prompt goes with -p)")
@@ -131,6 +139,10 @@ def _job_problem(args: Any) -> str | None:
         return "--instructions starts a new job, --resume JOB goes on with one: give one of them"
     if args.workflow and args.input_format == "stream-json":
         return "--workflow takes its instructions from -p or --instructions, not from --input-format stream-json"
+    if args.clear_halt and not args.workflow:
+        return "--clear-halt goes with --workflow NAME (the workflow whose job halted)"
+    if args.clear_halt and (args.prompt is not None or args.words or args.continue_latest or args.instructions):
+        return "--clear-halt only clears the halt and exits: leave out the prompt, -c and --instructions"
     return None
 
 
@@ -183,6 +195,7 @@ def _headless(args: Any) -> int:
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
     from anvil.core.workflows.base import JobError
+    from anvil.frontend.jobs import needs_instructions
 
     job = _job(args)
     if isinstance(job, int):
@@ -195,7 +208,8 @@ def _headless(args: Any) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)):
+        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume
+                                                                    or not needs_instructions(job.workflow))):
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
             return EXIT_USAGE
     try:

@@ -167,6 +167,9 @@ class TurnRenderer:
                 self.host.status.update_state(phase="Compacting…")
             case ev.CompactionFinished(ok=True, tokens_after=after):
                 self.host.status.update_state(used=after)
+            case ev.JobStateChanged():  # the TDD job's states: the state in the status bar
+                job = self.host.session.job if self.host.session is not None else None
+                self.host.status.update_state(job=phase_label(job.phase, job.kind) if job is not None else "")
 
     def subagent(self, event: SubagentEvent) -> None:
         """A sub-agent's step, as a nested line under its task block (its usage is not the parent's)."""

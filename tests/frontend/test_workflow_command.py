@@ -47,8 +47,8 @@ async def test_workflow_starts_a_job_in_a_new_session_shows_it_and_stops_it(make
 
 async def test_an_unknown_workflow_is_one_error_line_and_keeps_the_session(make_session: MakeSession) -> None:
     session = make_session()
-    assert await run("/workflow tdd Write tests", session) == [
-        Show("There is no workflow called 'tdd'; the workflows are: phased.", "error")]
+    assert await run("/workflow kanban Write tests", session) == [
+        Show("There is no workflow called 'kanban'; the workflows are: phased, tdd.", "error")]
     assert session.job is None
 
 

@@ -80,6 +80,8 @@ class JobStatus:
     title: str = ""
     #: the session that worked on the job last (resuming the job resumes its conversation)
     session_id: str = ""
+    #: the job's files, as ``/workflow`` lists them
+    files: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:

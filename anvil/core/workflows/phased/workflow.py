@@ -34,6 +34,7 @@ from anvil.core.workflows.phased.tools import JobComplete, PlanWrite, TodoComple
 
 #: replies without a tool call the job answers with a reminder, in a row, before it lets the turn end (and pauses)
 MAX_NUDGES = 3
+FILES = ("instructions.md", "workspace.md", "main_plan.md", "todos.yaml", "archive/", "state.yaml")
 _STRATEGIC_ONLY = {"todo_write", "job_complete"}
 
 
@@ -177,7 +178,7 @@ class PhasedWorkflow(Workflow):
     def status(self) -> JobStatus:
         state = self.state
         return JobStatus(self.name, state.job_id, self.files.dir, state.phase, state.kind, state.status,
-                         self._items(), state.title, state.session_id)
+                         self._items(), state.title, state.session_id, FILES)
 
     # -- what the job's tools do ---------------------------------------------------------------------------------
 

@@ -23,8 +23,6 @@ from anvil.core.workflows.tdd.machine import GitOutcome, Head
 TIMEOUT = 120.0
 #: what a GitOperation event keeps of git's output
 OUTPUT_CAP = 4000
-#: commands that only look: reported as events, but front ends need not show a line for them
-QUERIES = ("status", "rev-parse", "rev-list", "symbolic-ref", "show-ref", "diff", "ls-files", "branch --list")
 
 
 class GitRefused(Exception):

@@ -163,8 +163,9 @@ class TddWorkflow(Workflow):
         if self.state.status != "HALTED":
             return None
         self._save(self.state.model_copy(update={"job_status": "paused"}))
-        halt = self.state.halt
-        return Transition(end="pause", message=texts.waiting(self.job_id, halt.message if halt else "", True))
+        message = self.state.halt.message if self.state.halt else ""
+        still = JobStateChanged(self.name, self.job_id, "HALTED", "HALTED", message, "halted")
+        return Transition((still,), end="pause", message=texts.waiting(self.job_id, message, True))
 
     def on_tool_result(self, call: ToolCall, result: ToolResult) -> Transition | None:
         self._nudges = 0
@@ -197,7 +198,7 @@ class TddWorkflow(Workflow):
         pr = read_pr(self.files)
         title = pr.prTitle if isinstance(pr, ActivePr) else ""
         return JobStatus(self.name, self.job_id, self.files.dir, state.pr_number, state.status, status, self._items(),
-                         title, state.session_id)
+                         title, state.session_id, ("ACTIVE_PR.json", "ORCHESTRATION_STATE.json", "instructions.md"))
 
     def clear_halt(self) -> str:
         cleared = check_clear(self.git, self.files, self._reload())
