@@ -178,7 +178,8 @@ def done(view: View, row: str) -> Step:
     checkpoint = step.type != "RED"
     pr = mark_done(view.pr, view.step_at)  # type: ignore[arg-type]
     state = view.to("EXECUTING_TDD", checkpoint_due=checkpoint, **_CLEARED)
-    return Step(row, state, Reply("SUCCESS", texts.step_done(step.type, checkpoint)), pr=pr)
+    gate = view.facts.get("preflight")
+    return Step(row, state, Reply("SUCCESS", texts.step_done(step.type, checkpoint, gate)), pr=pr)
 
 
 def failure(view: View, row: str, output: str, what: str) -> Step:

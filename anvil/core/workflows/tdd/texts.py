@@ -82,9 +82,12 @@ def needs_analysis(run: RunOutcome) -> str:
             f"analysis_decision=\"FAILURE\" if not.\n\n{run.output}")
 
 
-def step_done(kind: str, checkpoint: bool) -> str:
+def step_done(kind: str, checkpoint: bool, gate: RunOutcome | None = None) -> str:
     following = "a checkpoint commit" if checkpoint else "the next step"
-    return f"The {kind} step is DONE. Call get_task for {following}."
+    passed = ""
+    if gate is not None:
+        passed = f" The test passed, and so did the preflight gate ({gate.command or gate.output})."
+    return f"The {kind} step is DONE.{passed} Call get_task for {following}."
 
 
 def failed(run: RunOutcome, what: str) -> str:
