@@ -83,8 +83,13 @@ def job_line(event: PhaseStarted | PhaseEnded | TransitionRejected | JobFinished
         case TransitionRejected(phase=phase, reason=reason):
             return Line("notice", f"Phase {phase} cannot end yet: {reason}")
         case JobFinished(status="complete", job_id=job_id, phases=phases, summary=summary, job_dir=job_dir):
-            return Line("phase", f"Job {job_id} complete after {phases} phases ({job_dir}/): {short(summary, 300)}")
-    return Line("error", f"Job {event.job_id} stopped after {event.phases} phases: {event.summary}")
+            return Line("phase", f"Job {job_id} complete after {_count(phases, 'phase')} ({job_dir}/): "
+                                 f"{short(summary, 300)}")
+    return Line("error", f"Job {event.job_id} stopped after {_count(event.phases, 'phase')}: {event.summary}")
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
 
 
 def state_line(event: JobStateChanged) -> Line:

@@ -63,3 +63,8 @@ def mark_plan_done(title: str = "PR 1: feat: Add greeting") -> dict[str, Any]:
     """The model's edit of the master plan: the PR marked [DONE] with HEAD's hash (the squashed commit)."""
     return call("run_command", command=f'sed -i "s/^## {title}$/## [DONE] {title} ($(git rev-parse --short=12 HEAD))/" '
                                        f"{PLAN_PATH}")
+
+
+def write_pr_anywhere(pr: str) -> dict[str, Any]:
+    """ACTIVE_PR.json written without knowing the job's id (a headless run's script): into the only job there is."""
+    return call("run_command", command=f"cat > \"$(ls -d .anvil/jobs/*/ | head -1)ACTIVE_PR.json\" <<'EOF'\n{pr}\nEOF")
