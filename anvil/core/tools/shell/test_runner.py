@@ -45,7 +45,7 @@ class TestPlan:
 
 #: a command that runs a test runner: the known runners by name, and the usual ways to start them
 _TEST_RUNNER = re.compile(
-    r"(^|[\s;&|(/])(pytest|py\.test|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest)\b"
+    r"(^|[\s;&|(/])(pytest|py\.test|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest)(?=$|[\s;&|)])"
     r"|\b(python3?|uv run|poetry run)\s+-m\s+(pytest|unittest)\b"
     r"|\b(npm|pnpm|yarn|bun)\s+(run\s+)?test\b|\b(go|cargo|dotnet|mix|deno)\s+test\b|\bmake\s+(test|check)\b")
 
