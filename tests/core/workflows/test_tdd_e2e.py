@@ -331,6 +331,7 @@ async def test_an_escalation_stops_the_job_and_the_persons_guidance_resumes_it(
                                              "the name.")
     briefing = results(events, "get_task")[0].output
     assert "The person's guidance (after your escalation):\nReturn an f-string with the name." in briefing
+    assert "Strategy: Follow the person's guidance" in briefing  # not "escalate" again
     assert json.loads(results(events, "submit_work")[0].output)["status"] == "SUCCESS"
     state = json.loads((project / job / "ORCHESTRATION_STATE.json").read_text())
     assert state["status"] == "EXECUTING_TDD" and "escalation" not in state and "guidance" not in state

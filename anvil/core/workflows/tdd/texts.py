@@ -117,8 +117,10 @@ def debug_guidance(counter: int, limits: Limits, replanned: bool) -> str:
 def debug_task(state: Orchestration, limits: Limits, task: PrTask | None, replanned: bool) -> str:
     counter = state.debug_attempt_counter
     where = f" on task \"{task.taskName}\"" if task is not None else ""
+    strategy = ("Follow the person's guidance (after the error below): it answers your escalation. Make the fix it "
+                "points to, then submit_work." if state.guidance else debug_guidance(counter, limits, replanned))
     return (f"Your previous submission failed. Your new primary goal is to fix the bug{where} (failed attempts: "
-            f"{counter}).\n\nStrategy: {debug_guidance(counter, limits, replanned)}\n\nThe last error, verbatim:\n"
+            f"{counter}).\n\nStrategy: {strategy}\n\nThe last error, verbatim:\n"
             f"{state.last_error or '(none recorded)'}{_guidance(state.guidance)}")
 
 
