@@ -135,6 +135,7 @@ async def test_a_two_step_pr_goes_from_the_plan_to_main(project: Path, server: S
     submitted = results(events, "submit_work")
     assert "ModuleNotFoundError: No module named 'greet'" in json.loads(submitted[1].output)["output"]
     assert f"the preflight gate ({PREFLIGHT})" in json.loads(submitted[3].output)["output"]
+    assert json.loads(submitted[4].output)["output"].startswith("Checkpoint ")  # the checkpoint commit, recorded
     assert [(e.phase, e.kind) for e in events if isinstance(e, PhaseStarted)] == [(1, "INITIALIZING"),
                                                                                  (2, "INITIALIZING")]
 

@@ -43,6 +43,31 @@ def test_git_never_pushes_forces_or_touches_another_branch(tmp_path: Path) -> No
     assert not again.ok and again.problem == "failed" and "a branch named 'feat/x' exists already" in again.message
 
 
+def test_main_is_pulled_first_when_it_has_an_upstream_and_merged_back(tmp_path: Path) -> None:
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    tdd_repo(origin)
+    git(tmp_path, "clone", "-q", str(origin), "clone")
+    clone = tmp_path / "clone"
+    for key, value in (("user.email", "dev@example.com"), ("user.name", "Dev")):
+        git(clone, "config", key, value)
+    (origin / "later.txt").write_text("pushed by someone else\n")
+    git(origin, "add", "later.txt")
+    git(origin, "commit", "-q", "-m", "Later work")
+    seen: list[GitOperation] = []
+    ops = Git(clone, "j", seen.append)
+    outcome = ops.create_pr_branch("main", "feat/x")
+    assert outcome.ok and outcome.message == "Created branch feat/x from main (pulled first)."
+    assert "git pull --ff-only" in [event.command for event in seen] and (clone / "later.txt").exists()
+    (clone / "x.txt").write_text("x\n")
+    git(clone, "add", "x.txt")
+    git(clone, "commit", "-q", "-m", "feat: X")
+    merged = ops.merge_pr_branch("main", "feat/x", "feat: X")
+    assert merged.ok and merged.message.endswith("and deleted the branch.")
+    assert git(clone, "log", "-1", "--format=%s") == "Merge feat/x: feat: X"
+    assert git(origin, "log", "-1", "--format=%s") == "Later work"  # nothing was pushed
+
+
 def test_a_dirty_tree_keeps_the_branch_from_being_created(tmp_path: Path) -> None:
     tdd_repo(tmp_path)
     (tmp_path / "new.py").write_text("x = 1\n")
