@@ -3,8 +3,12 @@ gate's default, what run_command may run, the one-liners, the trusted settings, 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +19,7 @@ from anvil.core.tools.shell.test_runner import RunTests, runs_test_runner
 from anvil.core.workflows.base import JobError
 from anvil.core.workflows.jobfiles import JobFiles
 from anvil.core.workflows.tdd.git import Git, GitRefused
-from anvil.core.workflows.tdd.machine import Finding, ReviewOutcome
+from anvil.core.workflows.tdd.machine import Finding, ReviewOutcome, Trigger
 from anvil.core.workflows.tdd.observe import Gate, Observer, parse_review
 from anvil.core.workflows.tdd.workflow import TddSettings, TddWorkflow
 from anvil.frontend.lines import Line, describe
@@ -204,3 +208,33 @@ def test_the_tdd_commands_a_project_sets_need_trust() -> None:
         "workflows: the TDD workflow's preflight runs `make lint`",
         "workflows: the TDD workflow's review runs `./review.sh`"]
     assert split_layer({"workflows": {"tdd": {"plan_path": "P.md"}}})[1] == {}
+
+
+async def test_an_interrupt_lets_a_git_sequence_finish_and_its_state_be_saved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = workflow(tmp_path)
+    git(tmp_path, "checkout", "-q", "-b", "feat/x")
+    (tmp_path / "x.txt").write_text("x\n")
+    git(tmp_path, "add", "x.txt")
+    git(tmp_path, "commit", "-q", "-m", "feat: X")
+    state = json.loads((job.job_dir / "ORCHESTRATION_STATE.json").read_text())
+    state.update(status="MERGING_BRANCH", current_pr_branch="feat/x")
+    (job.job_dir / "ORCHESTRATION_STATE.json").write_text(json.dumps(state))
+    started = threading.Event()
+    merge = Git.merge_pr_branch
+
+    def slow_merge(self: Git, main: str, branch: str, title: str) -> Any:
+        started.set()
+        time.sleep(0.5)
+        return merge(self, main, branch, title)
+
+    monkeypatch.setattr(Git, "merge_pr_branch", slow_merge)
+    assert job._ctx is not None
+    call = asyncio.ensure_future(job.handle(Trigger("get_task"), job._ctx))
+    await asyncio.to_thread(started.wait, 5)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    saved = json.loads((job.job_dir / "ORCHESTRATION_STATE.json").read_text())
+    assert (saved["status"], saved["merged"]) == ("INITIALIZING", ["feat/x"])  # the merge happened: the state says so
+    assert git(tmp_path, "branch", "--format=%(refname:short)") == "main"

@@ -7,6 +7,8 @@ conversation for a new PR or a re-plan, a pause when the person is needed, the e
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,8 @@ MAX_NUDGES = 3
 MAX_CHAIN = 8
 #: the kinds of session tools a TDD job offers: reading, searching, editing, commands (never tests), fetching
 OFFERED_KINDS = {"read", "search", "edit", "delete", "move", "execute", "fetch"}
+#: what the job observes by acting on the repository: creating the branch, committing the plan, merging
+GIT_ACTIONS = {"branch", "plan", "merge"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class TddWorkflow(Workflow):
         self._detail = "The job starts." if new else ""
         self._available: list[Tool] = []
         self._tests: str | None = None  # the project's test command, once looked up
+        self._in_git_action = False
 
     @classmethod
     def start(cls, root: Path, directory: Path, instructions: str, settings: TddSettings) -> TddWorkflow:
@@ -212,7 +217,20 @@ class TddWorkflow(Workflow):
         return submission.test_command or self._test_command()
 
     async def handle(self, trigger: Trigger, ctx: ToolContext) -> ToolResult:
-        """One call of the job's tools: decided by the table, row after row while a row leads into get_task again."""
+        """One call of the job's tools. An interrupt stops it, except in the middle of one of the orchestrator's git
+        sequences: that one finishes and the state says what it did, so the repository and the job agree."""
+        work = asyncio.ensure_future(self._handle(trigger, ctx))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            if not self._in_git_action:
+                work.cancel()
+            with contextlib.suppress(BaseException):
+                await work
+            raise
+
+    async def _handle(self, trigger: Trigger, ctx: ToolContext) -> ToolResult:
+        """Decided by the table, row after row while a row leads into get_task again."""
         try:
             state = self._reload(strict=True)
         except JobError as exc:
@@ -224,7 +242,11 @@ class TddWorkflow(Workflow):
         while True:
             decision = decide(TABLE, state, trigger, facts, self._setup())
             if isinstance(decision, Need):
-                facts[decision.probe] = await observer.observe(decision.probe, state, trigger.submission, facts)
+                self._in_git_action = decision.probe in GIT_ACTIONS
+                try:
+                    facts[decision.probe] = await observer.observe(decision.probe, state, trigger.submission, facts)
+                finally:
+                    self._in_git_action = False
                 continue
             outputs.append(self._apply(decision, state, trigger))
             state = self.state
