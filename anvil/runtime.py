@@ -51,7 +51,7 @@ from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
 from anvil.core.workflows.base import JobError, SubagentRunner, Workflow
 from anvil.core.workflows.jobfiles import new_job_id
-from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root, list_jobs
+from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
 from anvil.core.workflows.phased.logic import Limits
 from anvil.core.workflows.phased.workflow import PhasedSettings
 from anvil.core.workflows.tdd.machine import Limits as TddLimits
@@ -313,24 +313,6 @@ def open_job(settings: Settings, root: Path, name: str, job_id: str) -> Workflow
     if status.status == "complete":
         raise JobError(f"Job {job_id} is complete; its files are in {status.job_dir}. Start a new job for more work.")
     return workflow
-
-
-def clear_job_halt(settings: Settings, root: Path, name: str, job_id: str | None) -> str:
-    """``anvil --workflow NAME --clear-halt``: the halt of job ``job_id`` (else the newest job of that workflow)
-    cleared; what changed. JobError saying what is still in the way, or that there is no such job."""
-    kind = WORKFLOWS.get(name)
-    if kind is None:
-        raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
-    jobs = jobs_dir(settings, root)
-    for candidate in [job_id] if job_id else list_jobs(jobs):
-        try:
-            workflow = kind.open(root.resolve(), job_directory(jobs, candidate), workflow_settings(settings, name))
-        except JobError:
-            if job_id:
-                raise
-            continue  # another workflow's job
-        return workflow.clear_halt()
-    raise JobError(f"There is no {name} job in {jobs}.")
 
 
 def _job_session(store: SessionStore, job: Workflow, warnings: list[str]) -> str | None:

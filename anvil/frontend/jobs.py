@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from anvil.config import Settings
     from anvil.core.workflows.base import JobStatus
     from anvil.facade import SessionFacade
     from anvil.frontend.effects import Reply
@@ -104,7 +107,6 @@ def clear_halt_command(flags: dict[str, object], workflow: str, job_id: str | No
 
     from anvil.config import ConfigError, load_settings
     from anvil.core.workflows.base import JobError
-    from anvil.runtime import clear_job_halt
 
     try:
         settings = load_settings(Path.cwd(), flags, trust=trust)
@@ -113,3 +115,25 @@ def clear_halt_command(flags: dict[str, object], workflow: str, job_id: str | No
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def clear_job_halt(settings: Settings, root: Path, name: str, job_id: str | None) -> str:
+    """The halt of job ``job_id`` (else the newest job of workflow ``name``) cleared: what changed. JobError saying
+    what is still in the way, or that there is no such job."""
+    from anvil.core.workflows.base import JobError
+    from anvil.core.workflows.jobs import WORKFLOWS, job_directory, list_jobs
+    from anvil.runtime import jobs_dir, workflow_settings
+
+    kind = WORKFLOWS.get(name)
+    if kind is None:
+        raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
+    jobs = jobs_dir(settings, root)
+    for candidate in [job_id] if job_id else list_jobs(jobs):
+        try:
+            job = kind.open(root.resolve(), job_directory(jobs, candidate), workflow_settings(settings, name))
+        except JobError:
+            if job_id:
+                raise
+            continue  # another workflow's job
+        return job.clear_halt()
+    raise JobError(f"There is no {name} job in {jobs}.")
