@@ -2,7 +2,8 @@
 
 The loop stays one ReAct loop. While a workflow is attached (``Agent.attach_workflow``) it consults it:
 
-- before the run: :meth:`Workflow.attach` (the session's tool context), :meth:`Workflow.offered_tools` (what the
+- before the run: :meth:`Workflow.use_subagents` (how to run a sub-agent, from the runtime),
+  :meth:`Workflow.attach` (the session's tool context), :meth:`Workflow.offered_tools` (what the
   model is offered, recomputed after every transition), :meth:`Workflow.system_layer` (a section of the system
   prompt, rendered again after every transition and every compaction);
 - at the start of each turn: :meth:`Workflow.begin` (events: the phase the job is in);
@@ -17,7 +18,8 @@ A transition may reset the conversation (a fresh message list: the re-rendered s
 :meth:`Workflow.brief`), which also swaps the tools; and it may end the turn, pausing the job (the person's next
 message goes on with it, framed by :meth:`Workflow.resume_brief`) or finishing it (the workflow is detached and
 the session goes on as a plain conversation). A workflow's own tools usually own its state: they change it, and
-the result hook hands the loop what that changed.
+the result hook hands the loop what that changed. Between turns, the person may end the job (:meth:`Workflow.stop`)
+or say what halted it is resolved (:meth:`Workflow.clear_halt`).
 """
 
 from __future__ import annotations
