@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from anvil.core.sandbox.limits import DEFAULT_MAX_PROCESSES
+
 
 class Permissions(BaseModel):
     """One ``[permissions]`` table, or one ``permissions.toml``."""
@@ -50,6 +52,9 @@ class SandboxConfig(BaseModel):
     """More paths commands may write, besides the project, the temp dir and allowed_dirs (``["~/.gradle"]``)."""
     writable_caches: bool = True
     """The package managers' caches in the home directory (~/.cache, ~/.npm, cargo's and go's) are writable."""
+    max_processes: int = Field(DEFAULT_MAX_PROCESSES, ge=0)
+    """How many processes (threads included) one sandboxed command may have at once; 0 for no cap. A fork bomb
+    stops there instead of stalling the machine."""
 
     @field_validator("network")
     @classmethod

@@ -9,7 +9,13 @@ project sets them only once trusted (``anvil.trust``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    from anvil.core.workflows.phased.workflow import PhasedSettings
+    from anvil.core.workflows.tdd.workflow import TddSettings
 
 
 class PhasedConfig(BaseModel):
@@ -34,6 +40,17 @@ class PhasedConfig(BaseModel):
     top-level setting) still bounds each phase."""
     max_cost: float = Field(0, ge=0)
     """USD a job may spend (at litellm's prices) before it stops; 0 for no limit."""
+
+    def plain(self) -> PhasedSettings:
+        """As the core takes it."""
+        from anvil.core.workflows.phased.logic import Limits
+        from anvil.core.workflows.phased.workflow import PhasedSettings
+
+        return PhasedSettings(
+            tuple(self.strategic_tools) if self.strategic_tools is not None else None,
+            tuple(self.tactical_tools) if self.tactical_tools is not None else None,
+            Limits(self.min_todos, self.max_todos, self.max_phases or None, self.max_iterations or None,
+                   self.max_cost or None))
 
     @model_validator(mode="after")
     def _todo_range(self) -> PhasedConfig:
@@ -63,6 +80,16 @@ class TddConfig(BaseModel):
     (ANVIL_ACTIVE_PR, ANVIL_MAIN_BRANCH and ANVIL_PR_BRANCH say what to review)."""
     main_branch: str | None = None
     """The branch PRs start from and merge into; unset: origin's default branch, else main, else master."""
+
+    def plain(self, verify: list[str], timeout: float) -> TddSettings:
+        """As the core takes it, with the project's ``verify`` commands (the default preflight gate) and their
+        timeout."""
+        from anvil.core.workflows.tdd.machine import Limits
+        from anvil.core.workflows.tdd.workflow import TddSettings
+
+        return TddSettings(self.plan_path, tuple(self.preflight) if self.preflight is not None else None,
+                           tuple(verify), Limits(self.scope_reduction_after, self.escalate_after),
+                           self.review_command or None, self.main_branch or None, timeout)
 
     @model_validator(mode="after")
     def _thresholds(self) -> TddConfig:

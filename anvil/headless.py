@@ -36,6 +36,7 @@ from anvil.core.events import (
     ErrorEvent,
     Event,
     GitOperation,
+    IntentPreview,
     JobFinished,
     JobStateChanged,
     Notice,
@@ -43,6 +44,7 @@ from anvil.core.events import (
     PhaseStarted,
     PlanProposed,
     Retrying,
+    TextDelta,
     ToolCallStarted,
     TransitionRejected,
     TurnEnded,
@@ -53,18 +55,20 @@ from anvil.core.model.errors import ModelError
 from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
 from anvil.frontend.jobs import JobLaunch
-from anvil.frontend.lines import describe
+from anvil.frontend.lines import describe, short
 from anvil.frontend.prompt import prepare_prompt, prompt_turn
+from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 #: a workflow's job stopped for the person (an escalation to answer, a HALTED job to put right): stdout says why
 EXIT_NEEDS_PERSON = 3
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
 JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished, JobStateChanged, GitOperation)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
-    "text": (ErrorEvent, Notice, Retrying, *JOB_EVENTS), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
+    "text": (ErrorEvent, Notice, Retrying, IntentPreview, *JOB_EVENTS), "json": (ErrorEvent, Retrying),
+    "stream-json": (ErrorEvent,)}
 PLAN_ONLY = ("plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it out, or "
              "without --mode plan.")
 #: how a turn ended, in Claude Code's words (its ``subtype``)
@@ -77,6 +81,7 @@ class _Run:
     the calls that were refused."""
 
     answer: str = ""
+    partial: str = ""  # the reply streaming now: an interrupt leaves only this
     continued: bool = False  # the last reply stopped at the output limit: the next one goes on with its text
     plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
@@ -96,6 +101,8 @@ class _Run:
             return self.finished.summary
         if self.waiting is not None:
             return self.waiting.detail
+        if self.ended is not None and self.ended.reason == "blocked":  # the question is what the run leaves
+            return self.ended.message
         return self.plan if self.plan is not None else self.answer
 
 
@@ -128,22 +135,44 @@ class _Output:
             self.out.flush()
         told = isinstance(event, STDERR_EVENTS[self.format]) and not getattr(event, "waiting", "")  # stdout has it
         line = describe(event) if told else None
-        if line is not None:
+        if isinstance(event, IntentPreview) and line is not None:  # text mode shows no other text of the model's
+            self.complain(f"plan (the model's intent preview; not enforced):\n{event.outline}")
+        elif line is not None:
             self.complain(line.text)
 
-    def finish(self, run: _Run, session: SessionFacade) -> int:
+    def denied(self, name: str, args: dict[str, Any], by: str) -> None:
+        """Text output only shows the answer: a call that was not run is said on stderr (json and stream-json
+        carry it as ``permission_denials`` and events)."""
+        if self.format != "text":
+            return
+        what = short(str(args.get("command") or args.get("path") or ""), 80)
+        call = f"{name} `{what}`" if what else name
+        if by == "headless":
+            self.complain(f"{call} was not run: it needs approval, and nobody can answer here; allow it with "
+                          "--auto-approve or a rule in .anvil/config.toml ([permissions] allow).")
+        else:
+            self.complain(f"{call} was not run: refused by {by}.")
+
+    def finish(self, run: _Run, session: SessionFacade, task: dict[str, Any] | None = None) -> int:
         ended = run.ended
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
+        if ended.reason == "interrupted" and run.partial:
+            run.answer += run.partial  # what streamed before the interrupt is the answer there is
+        if ended.reason == "interrupted" and self.format == "text":
+            self.complain(f"interrupted: the answer {'below is incomplete' if run.answer else 'was not finished'}; "
+                          "`anvil -c -p \"go on\"` continues the session.")
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
         text = run.result
         if self.format == "text" and text:
             self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format in {"json", "stream-json"}:
-            self._json(result_object(session, run))
+            self._json(result_object(session, run, task))
         self.out.flush()
+        if task is not None and task["status"] == "failed":  # verification still failing counts as an error
+            return EXIT_ERROR
         code = EXIT_CODES.get(ended.reason, EXIT_ERROR)
         if run.waiting is not None and code == EXIT_OK:
             return EXIT_NEEDS_PERSON
@@ -156,10 +185,12 @@ class _Output:
 
 async def run_headless(runtime: Runtime, prompt: str | None, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None, *, input_format: str = "text",
-                       stdin: TextIO | None = None, job: JobLaunch | None = None) -> int:
+                       stdin: TextIO | None = None, job: JobLaunch | None = None,
+                       task: TaskLaunch | None = None) -> int:
     """One turn for ``prompt``; with ``input_format="stream-json"``, a turn for every user message on ``stdin``
     (after ``prompt``, when there is one). With ``job``, a workflow job: a new one for its instructions (or the
-    prompt), or, resumed, the job the runtime was opened on, with the prompt as guidance."""
+    prompt), or, resumed, the job the runtime was opened on, with the prompt as guidance. With ``task``, the
+    task's run (exit 4 when it ends blocked)."""
     session = SessionFacade(runtime)
     output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
     output.started(session)
@@ -179,6 +210,7 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
                 return await _conversation(session, prompt, output, stdin or sys.stdin)
         finally:
             await session.close()
+    task_turn = TaskTurn(session, task, blocking=True) if task is not None else None
     try:
         stream = _job_stream(session, job, prompt or "")
     except JobError as exc:
@@ -187,10 +219,10 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
         return EXIT_ERROR
     try:
         with _interrupt_on_sigint(session):
-            run = await _turn(session, prompt or "", output, stream)
+            run = await _turn(session, prompt or "", output, task_turn.events() if task_turn else stream)
     finally:
         await session.close()
-    return output.finish(run, session)
+    return output.finish(run, session, task_turn.result if task_turn else None)
 
 
 def _job_stream(session: SessionFacade, job: JobLaunch | None, prompt: str) -> AsyncIterator[Event] | None:
@@ -278,19 +310,22 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output,
     run = _Run()
     async for event in stream or prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
-            event.answer(headless_denial(event.reasons))
+            event.answer(headless_denial(event.reasons, event.person_only))
         output.event(event)
         match event:
             case PlanProposed(future=None, plan=plan):
                 run.plan = plan
+            case TextDelta(text=text):
+                run.partial += text
             case AssistantMessage(text=text, continues=continues):
                 run.answer = run.answer + text if run.continued else text
-                run.continued = continues
+                run.continued, run.partial = continues, ""
             case ToolCallStarted(call_id=call_id, name=name, args=args):
                 run.calls[call_id] = (name, args)
             case ApprovalAnswered(allow=False, by=by) if by != "interrupt":
                 name, args = run.calls.get(event.call_id, (event.tool, {}))
                 run.denials.append({"tool_name": name, "tool_use_id": event.call_id, "tool_input": args, "by": by})
+                output.denied(name, args, by)
             case PhaseStarted():
                 run.job = event
             case JobFinished():
@@ -325,9 +360,10 @@ def _interrupt_on_sigint(session: SessionFacade) -> Iterator[None]:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
+def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None = None) -> dict[str, Any]:
     """How a turn ended, in anvil's field names and Claude Code's: ``turns``/``num_turns``, ``cost``/
-    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's."""
+    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's.
+    ``verification``: the turn's checks and who fixed what; ``task``: a task run's status, question and plan."""
     ended = run.ended
     assert ended is not None, "a turn always ends with turn_ended"
     usage = session.usage()
@@ -351,7 +387,10 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
         "cost": cost,
         "total_cost_usd": cost,
         "permission_denials": run.denials,
+        "verification": session.verification(),
     }
+    if task is not None:
+        result["task"] = task
     if run.plan is not None:
         result.update(plan=run.plan, stop_reason="plan")
     if run.job is not None:
@@ -363,4 +402,5 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
     return result
 
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NEEDS_PERSON", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]
+__all__ = ["EXIT_BLOCKED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NEEDS_PERSON", "EXIT_OK", "EXIT_USAGE",
+           "ModelError", "run_headless"]

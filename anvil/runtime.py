@@ -26,6 +26,7 @@ from anvil.config import (
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop.agent import Agent
+from anvil.core.loop.autofix import DEFAULT_FIXERS
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
@@ -33,6 +34,7 @@ from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.script_refs import referenced_files
 from anvil.core.private_files import tighten_tree
 from anvil.core.prompts import build_system_prompt
 from anvil.core.sandbox.places import Places, SandboxSettings
@@ -52,11 +54,7 @@ from anvil.core.tools.web.web_tools import web_tools
 from anvil.core.workflows.base import JobError, SubagentRunner, Workflow
 from anvil.core.workflows.jobfiles import new_job_id
 from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
-from anvil.core.workflows.phased.logic import Limits
-from anvil.core.workflows.phased.workflow import PhasedSettings
-from anvil.core.workflows.tdd.machine import Limits as TddLimits
-from anvil.core.workflows.tdd.workflow import TddSettings
-from anvil.trust import ignored_notice
+from anvil.trust import configured_commands, ignored_notice
 
 
 @dataclass
@@ -172,6 +170,17 @@ def build_model(settings: Settings) -> Model:
                         max_output_tokens=settings.max_output_tokens, retry_output_tokens=settings.retry_output_tokens)
 
 
+def fixers(autofix: bool | dict[str, list[str]]) -> dict[str, tuple[str, ...]] | None:
+    """The automatic fixers from the ``autofix`` setting: none, the defaults, or the defaults with the
+    languages the table names replaced (an empty list turns a language's off)."""
+    if autofix is False:
+        return None
+    table = dict(DEFAULT_FIXERS)
+    if isinstance(autofix, dict):
+        table.update({key: tuple(commands) for key, commands in autofix.items()})
+    return {key: commands for key, commands in table.items() if commands}
+
+
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
     limits = settings.commands
@@ -182,14 +191,30 @@ def tool_settings(settings: Settings, root: Path) -> ToolSettings:
                         background_timeout=limits.background_timeout)
 
 
+def outside_scripts(settings: Settings, root: Path, *, sandboxed: bool) -> list[Path]:
+    """The project files that run outside the sandbox without asking: those hooks and MCP servers run, and, when
+    commands are not sandboxed, those lint, verify and test_command run (:mod:`anvil.core.policy.script_refs`).
+    The file tools ask before writing them and the sandbox keeps them read-only."""
+    servers = {name: server.model_dump() for name, server in settings.mcp_servers.items()}
+    tables: dict[str, Any] = {"hooks": settings.hooks.model_dump(), "mcp_servers": servers}
+    if not sandboxed:
+        tables.update(lint=dict(settings.lint), verify=list(settings.verify), test_command=settings.test_command)
+    found: list[Path] = []
+    for command, cwd in configured_commands(tables):
+        found += [path for path in referenced_files(command, root, cwd) if path not in found]
+    return found
+
+
 def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], session_id: str) -> Sandbox:
     """The OS sandbox for the session's commands, from ``[sandbox]``."""
     config = settings.sandbox
     hosts = tuple(config.network) if isinstance(config.network, list) else ()
     sandbox_settings = SandboxSettings(
         mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        max_processes=config.max_processes,
         writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
-    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
+    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir(),
+                    scripts=tuple(outside_scripts(settings, root, sandboxed=True)))
     return Sandbox(sandbox_settings, places, session_id=session_id)
 
 
@@ -225,6 +250,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
     tools_settings = tool_settings(settings, root)
     sandbox = build_sandbox(settings, root, tools_settings.allowed_dirs, session.id)
+    tools_settings.outside_scripts = outside_scripts(settings, root, sandboxed=sandbox.active)
     if notice := sandbox.status.notice():
         warnings.append(notice)
     ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,
@@ -252,7 +278,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
-                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model)
+                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model,
+                  autofix=fixers(settings.autofix))
     agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     task_tool = TaskTool(lambda: agent.model, tools, policy, types=agent_types,
@@ -268,6 +295,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if state is not None:
         agent.turn = state.turns
         agent.usage.restore({**vars(state), "cost": state.total_cost})
+        # The gauge starts from the last measure the session recorded, marked estimated until the next call.
+        agent.context.used, agent.context.estimated = state.context_used, True
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     if job is None and state is not None and state.workflow:
         job = _session_job(settings, root, state.workflow, warnings)
@@ -283,23 +312,9 @@ def jobs_dir(settings: Settings, root: Path) -> Path:
 
 def workflow_settings(settings: Settings, name: str) -> Any:
     """Workflow ``name``'s settings (``[workflows.NAME]``) as the plain values the core takes."""
-    return {"phased": _phased_settings, "tdd": _tdd_settings}[name](settings)
-
-
-def _tdd_settings(settings: Settings) -> TddSettings:
-    tdd = settings.workflows.tdd
-    return TddSettings(tdd.plan_path, tuple(tdd.preflight) if tdd.preflight is not None else None,
-                       tuple(settings.verify), TddLimits(tdd.scope_reduction_after, tdd.escalate_after),
-                       tdd.review_command or None, tdd.main_branch or None, settings.verify_timeout)
-
-
-def _phased_settings(settings: Settings) -> PhasedSettings:
-    phased = settings.workflows.phased
-    return PhasedSettings(
-        tuple(phased.strategic_tools) if phased.strategic_tools is not None else None,
-        tuple(phased.tactical_tools) if phased.tactical_tools is not None else None,
-        Limits(phased.min_todos, phased.max_todos, phased.max_phases or None, phased.max_iterations or None,
-               phased.max_cost or None))
+    workflows = settings.workflows
+    return workflows.phased.plain() if name == "phased" else workflows.tdd.plain(settings.verify,
+                                                                                 settings.verify_timeout)
 
 
 def open_job(settings: Settings, root: Path, name: str, job_id: str) -> Workflow:

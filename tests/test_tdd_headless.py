@@ -67,7 +67,8 @@ def test_a_scripted_pr_goes_from_the_plan_to_main_headless(project: Path, server
     lines = result.stderr.splitlines()
     assert "anvil: $ git checkout -b feat/add-greeting" in lines
     assert "anvil: CODE_REVIEW → AWAITING_FINALIZATION" in lines
-    assert "anvil: $ git merge --no-ff -m 'Merge feat/add-greeting: feat: Add greeting' feat/add-greeting" in lines
+    assert ("anvil: $ git merge --no-ff --no-gpg-sign -m 'Merge feat/add-greeting: feat: Add greeting' "
+            "feat/add-greeting") in lines
     assert "anvil: $ git branch -d feat/add-greeting" in lines
     assert git(project, "branch", "--format=%(refname:short)") == "main"
     assert git(project, "log", "-1", "--format=%s") == "Merge feat/add-greeting: feat: Add greeting"

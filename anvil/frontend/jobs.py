@@ -99,18 +99,18 @@ async def workflow_command(session: SessionFacade, arg: str) -> Reply:
                                f"/resume {session.id}"), RunEvents(events)]
 
 
-def clear_halt_command(flags: dict[str, object], workflow: str, job_id: str | None, trust: bool | None) -> int:
-    """``anvil --workflow NAME --clear-halt [--resume JOB]``: clear a job's halt from the shell, and say what
-    changed (0), or what is still in the way (1)."""
+def clear_halt_command(root: Path, flags: dict[str, object], workflow: str, job_id: str | None,
+                       trust: bool | None) -> int:
+    """``anvil --workflow NAME --clear-halt [--resume JOB]``: clear the halt of a job of the project at ``root``
+    from the shell, and say what changed (0), or what is still in the way (1)."""
     import sys
-    from pathlib import Path
 
     from anvil.config import ConfigError, load_settings
     from anvil.core.workflows.base import JobError
 
     try:
-        settings = load_settings(Path.cwd(), flags, trust=trust)
-        print(clear_job_halt(settings, Path.cwd(), workflow, job_id))
+        settings = load_settings(root, flags, trust=trust)
+        print(clear_job_halt(settings, root, workflow, job_id))
     except (ConfigError, JobError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1

@@ -70,6 +70,12 @@ _WRITING_OPTIONS = {"find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-
                     "sort": ("-o", "--output"), "tree": ("-o",), "git": ("--output", "--ext-diff")}
 
 
+def _protected(ctx: ToolContext) -> dict[str, Any]:
+    """What the command policy protects besides every project's own files: anvil's user configuration
+    directories, and the scripts its hooks and MCP servers run outside the sandbox."""
+    return {"config_dirs": ctx.settings.config_dirs, "scripts": ctx.settings.outside_scripts}
+
+
 def _plan_mode_problem(command: str) -> str | None:
     """Why a command (already allowed by the rules) may still change something, or None when it only reads."""
     for cmd in parse_command(command).commands:
@@ -216,8 +222,11 @@ class ApprovalPolicy:
                 from anvil.core.policy.command_policy import evaluate_command
 
                 shell = ctx.state.get("shell")
+                # the sandbox stands in for the person's approval of where a command writes only in auto mode
                 return evaluate_command(tool.command(args) or "", self.rules, ctx.root, self.home, self.auto_approve,
-                                        cwd=getattr(shell, "cwd", None), writes_confined=ctx.sandbox.active)
+                                        cwd=getattr(shell, "cwd", None),
+                                        writes_confined=ctx.sandbox.active and self.auto_approve,
+                                        **_protected(ctx))
             case "edit" if self.ask_edits and self.mode == "ask":
                 return Verdict("ask", by="ask_edits", reasons=("edits need approval (ask_edits = true)",),
                                message="Not applied: edits need the user's approval.",
@@ -239,7 +248,7 @@ class ApprovalPolicy:
             command = tool.command(args) or ""
             shell = ctx.state.get("shell")
             verdict = evaluate_command(command, self.rules, ctx.root, self.home, False,
-                                       cwd=getattr(shell, "cwd", None))
+                                       cwd=getattr(shell, "cwd", None), **_protected(ctx))
             problem = _plan_mode_problem(command) if verdict.action == "allow" else None
             if verdict.action == "allow" and not verdict.reasons and problem is None:
                 return Verdict("allow", by=f"{verdict.by} (plan mode)")
@@ -261,7 +270,8 @@ class ApprovalPolicy:
 
         shell = ctx.state.get("shell")
         command = tool.command(args) or ""
-        verdict = evaluate_command(command, self.rules, ctx.root, self.home, False, cwd=getattr(shell, "cwd", None))
+        verdict = evaluate_command(command, self.rules, ctx.root, self.home, False, cwd=getattr(shell, "cwd", None),
+                                   **_protected(ctx))
         if verdict.action == "deny":
             return verdict
         why = f"runs outside the sandbox: {reason}"

@@ -142,7 +142,8 @@ async def test_a_two_step_pr_goes_from_the_plan_to_main(project: Path, server: S
     # the git the orchestrator ran: branch, squash check, the plan's commit, the merge, the branch deleted
     ran = [e.command for e in events if isinstance(e, GitOperation)]
     for command in ("git checkout -b feat/add-greeting", "git rev-list --count main..HEAD",
-                    "git merge --no-ff -m 'Merge feat/add-greeting: feat: Add greeting' feat/add-greeting",
+                    "git merge --no-ff --no-gpg-sign -m 'Merge feat/add-greeting: feat: Add greeting' "
+                    "feat/add-greeting",
                     "git branch -d feat/add-greeting"):
         assert command in ran, command
     assert not any(" push" in command or " -D" in command or "--force" in command for command in ran)

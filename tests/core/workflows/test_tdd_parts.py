@@ -92,7 +92,11 @@ def test_the_plan_must_be_marked_with_the_hash_and_only_the_plan_may_change(tmp_
     assert "these changed too: other.txt" in ops.commit_plan(PLAN_PATH, head, "feat: X").message
     (tmp_path / "other.txt").unlink()
     plan.write_text(plan.read_text().replace("[DONE] PR 1: feat: Add greeting", f"[DONE] PR 1 ({head[:7]})"))
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"  # the repository's hooks are not anvil's to run
+    hook.write_text("#!/bin/sh\ntouch hook-ran\nexit 1\n")
+    hook.chmod(0o755)
     done = ops.commit_plan(PLAN_PATH, head, "feat: X")
+    assert not (tmp_path / "hook-ran").exists()
     assert done.ok and git(tmp_path, "log", "-1", "--format=%s") == 'docs: mark "feat: X" done in the plan'
 
 

@@ -17,12 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anvil.core.events import GitOperation
+from anvil.core.safe_git import overrides
 from anvil.core.workflows.tdd.machine import GitOutcome, Head
 
 #: seconds a git command may take (a pull talks to a remote)
 TIMEOUT = 120.0
 #: what a GitOperation event keeps of git's output
 OUTPUT_CAP = 4000
+
+
+#: configuration a pull needs to reach the remote, which the other calls turn off
+_REMOTE_KEYS = ("protocol.allow=", "core.sshCommand=", "credential.helper=", "core.askPass=", "core.gitProxy=")
 
 
 class GitRefused(Exception):
@@ -43,14 +48,25 @@ class Git:
         self.emit = emit
         #: the branches it may check out, create, merge or delete: the main branch, and the PR branch once known
         self.branches: set[str] = set()
+        self._options: list[str] | None = None  # safe_git's overrides, found once
 
     def run(self, *args: str) -> GitRun:
+        """``git ARGS`` with nothing of the repository's configuration that runs a program (hooks, fsmonitor,
+        filters, pagers: :mod:`anvil.core.safe_git`, as for all of anvil's own git calls). A pull keeps what reaching
+        the remote needs (its protocols, ssh command and credential helper are the person's)."""
         if "push" in args or "-D" in args or "--force" in args:
             raise GitRefused(f"git {' '.join(args)}: the TDD job never pushes or forces anything")
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true", "GIT_PAGER": "cat"}
+        if self._options is None:
+            self._options = overrides(self.root)
+        options = self._options
+        if args[:1] == ("pull",):
+            options = [option for pair in zip(options[::2], options[1::2], strict=True)
+                       if not pair[1].startswith(_REMOTE_KEYS) for option in pair]
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_EDITOR": "true", "GIT_PAGER": "cat",
+               "GIT_OPTIONAL_LOCKS": "0"}
         try:
-            done = subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True, env=env,
-                                  timeout=TIMEOUT, check=False, errors="replace")
+            done = subprocess.run(["git", *options, *args], cwd=self.root, capture_output=True, text=True, env=env,
+                                  timeout=TIMEOUT, check=False, errors="replace", stdin=subprocess.DEVNULL)
             # trailing space only: a porcelain line starts with a space (" M file")
             run = GitRun(done.returncode == 0, (done.stdout + done.stderr).rstrip(), done.returncode)
         except FileNotFoundError:
@@ -141,7 +157,7 @@ class Git:
             run = self.run(*step)
             if not run.ok:
                 return GitOutcome(False, "failed", f"`git {' '.join(step)}` failed: {run.output}")
-        merge = self.run("merge", "--no-ff", "-m", f"Merge {branch}: {title}", self._branch(branch))
+        merge = self.run("merge", "--no-ff", "--no-gpg-sign", "-m", f"Merge {branch}: {title}", self._branch(branch))
         if not merge.ok:
             conflicted = self.run("ls-files", "--unmerged").output
             if conflicted or "CONFLICT" in merge.output:
@@ -164,7 +180,8 @@ class Git:
         if others:
             return GitOutcome(False, "failed", f"Only the master plan may change now; these changed too: "
                                                f"{', '.join(others)}. Undo those changes, then submit_work.")
-        diff = self.run("diff", "HEAD", "--", plan).output if self.run("ls-files", "--", plan).output else ""
+        tracked = bool(self.run("ls-files", "--", plan).output)
+        diff = self.run("diff", "--no-ext-diff", "HEAD", "--", plan).output if tracked else ""
         added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
         if not diff:  # a new, untracked plan: every line is added
             added = (self.root / plan).read_text(encoding="utf-8", errors="replace").splitlines()
@@ -173,7 +190,8 @@ class Git:
             return GitOutcome(False, "failed", f"No line the update added to {plan} has both [DONE] and the commit "
                                                f"hash ({short}, or more of {commit[:12]}). Mark the PR \"{title}\" "
                                                "that way, then submit_work.")
-        for step in (("add", "--", plan), ("commit", "-m", f"docs: mark \"{title}\" done in the plan", "--", plan)):
+        message = f"docs: mark \"{title}\" done in the plan"
+        for step in (("add", "--", plan), ("commit", "--no-gpg-sign", "-m", message, "--", plan)):
             run = self.run(*step)
             if not run.ok:
                 return GitOutcome(False, "failed", f"`git {' '.join(step[:2])}` failed: {run.output}")

@@ -111,7 +111,7 @@ class Observer:
         if self.subagents is None:
             return ReviewOutcome(error="this session cannot run the review sub-agent; set [workflows.tdd] "
                                        "review_command")
-        diff = await asyncio.to_thread(self.git.run, "diff", f"{state.main_branch}...HEAD")
+        diff = await asyncio.to_thread(self.git.run, "diff", "--no-ext-diff", f"{state.main_branch}...HEAD")
         report = ReportReview()
         try:
             result = await self.subagents("review", review_prompt(pr, diff.output, state.main_branch, branch),
