@@ -262,7 +262,7 @@ def _headless(args: Any, model: Any = None) -> int:
             return EXIT_USAGE
     task = None
     if args.task is not None or args.answer is not None:
-        task = _task_launch(args, prompt or "")
+        task, job = _task_launch(args, prompt or ""), None  # the task run starts its workflow's job itself
         if task is None:
             return EXIT_USAGE
     try:
@@ -301,8 +301,8 @@ def _needs_prompt(args: Any, job: JobLaunch | None) -> bool:
 
 
 def _task_launch(args: Any, prompt: str) -> Any:
-    """The task run these flags ask for, or None after saying in one line why it cannot start."""
-
+    """The task run these flags ask for, or None after saying in one line why it cannot start. A task's workflow
+    (--workflow, else the task file's) runs as the task's job: the task is its instructions."""
     from anvil.config import data_dir
     from anvil.frontend.tasks import TaskStartError, prepare_launch
 
@@ -311,7 +311,7 @@ def _task_launch(args: Any, prompt: str) -> Any:
         return None
     try:
         return prepare_launch(_project_root(), data_dir(), task=args.task, answer=args.answer, resume=args.resume,
-                              continue_latest=args.continue_latest, extra=prompt,
+                              continue_latest=args.continue_latest, extra=prompt, workflow=args.workflow,
                               keep_iterations=args.max_iterations is not None)
     except TaskStartError as exc:
         print(f"anvil: {exc}", file=sys.stderr)

@@ -140,10 +140,11 @@ def test_answers_that_cannot_be_used_are_one_line(project: Path, server: Scripte
 
 
 def test_task_files_that_cannot_run_are_one_line(project: Path) -> None:
-    task_file(project, "workflow: phased\n")
+    task_file(project, "workflow: waterfall\n")
     workflow = anvil(project, None, "-p", "--task", "tasks/greet.md")
     assert workflow.returncode == 2 and workflow.stderr.count("\n") == 1
-    assert "the task asks for workflow 'phased', which this anvil does not have (it has: none)" in workflow.stderr
+    assert "`workflow:` asks for workflow 'waterfall', which this anvil does not have (it has: none, phased" \
+        in workflow.stderr
     task_file(project, "verfy: x\n")
     typo = anvil(project, None, "-p", "--task", "tasks/greet.md")
     assert typo.returncode == 2 and "unknown key 'verfy'" in typo.stderr and "Traceback" not in typo.stderr
@@ -161,3 +162,23 @@ def test_the_person_s_words_join_the_task_message(project: Path, server: Scripte
 def test_no_tasks_yet(project: Path) -> None:
     listing = anvil(project, None, "tasks")
     assert listing.returncode == 0 and listing.stdout.startswith("No tasks run yet in")
+
+
+def test_a_task_in_a_workflow_runs_as_the_tasks_job(project: Path, server: ScriptedOpenAIServer) -> None:
+    """`workflow: phased` in the task file (or --workflow) starts a job whose instructions are the task, with the
+    task layer in the system prompt; the job's end is the run's."""
+    task_file(project, "workflow: phased\n")
+    done = [{"name": "todo_complete", "arguments": {"id": n}} for n in (1, 2, 3)]
+    server.add({"tool_calls": [{"name": "write_file", "arguments": {"path": "greeting.txt", "content": "hello\n"}},
+                               *done, {"name": "job_complete", "arguments": {"summary": "Greeted."}}]})
+    result = anvil(project, server, "-p", "--task", "tasks/greet.md", "--output-format", "json", "--auto-approve")
+    assert result.returncode == 0, result.stderr
+    first = server.requests[0]
+    assert "# Task\n\n**Title**: Greet" in system_prompt(first)
+    assert "job_complete" in {tool["function"]["name"] for tool in first["tools"]}  # a strategic phase's tools
+    data = json.loads(result.stdout)
+    assert data["job"]["workflow"] == "phased" and data["job"]["status"] == "complete"
+    assert data["result"] == "Greeted." and data["task"]["status"] == "done"
+    assert (project / "greeting.txt").read_text() == "hello\n"
+    unknown = anvil(project, server, "-p", "--task", "tasks/greet.md", "--workflow", "waterfall")
+    assert unknown.returncode == 2 and "--workflow asks for workflow 'waterfall'" in unknown.stderr

@@ -46,6 +46,8 @@ class TaskLaunch:
     #: ``--max-iterations`` was given: it wins over the task's ``max_iterations``
     keep_iterations: bool = False
     notes: tuple[str, ...] = ()
+    #: the workflow a new run works in (``none``: one conversation): --workflow's, else the task file's
+    workflow: str = "none"
 
 
 def answer_hint(task: str | Path, cwd: Path | None = None) -> str:
@@ -60,7 +62,7 @@ def answer_hint(task: str | Path, cwd: Path | None = None) -> str:
 
 def prepare_launch(root: Path, data_dir: Path, *, task: str | None = None, answer: str | None = None,
                    continue_latest: bool = False, resume: str | None = None, extra: str = "",
-                   keep_iterations: bool = False) -> TaskLaunch:
+                   keep_iterations: bool = False, workflow: str | None = None) -> TaskLaunch:
     """What to run for these options; :class:`TaskStartError` (one line) when it cannot run."""
     from anvil.core.tasks.run import workflow_problem
     from anvil.core.tasks.state import TaskStateError, TaskStore
@@ -78,11 +80,11 @@ def prepare_launch(root: Path, data_dir: Path, *, task: str | None = None, answe
             raise TaskStartError("nothing to run: give --task FILE, or --answer with --task or -c.")
     except (TaskFileError, TaskStateError) as exc:
         raise TaskStartError(str(exc)) from None
-    problem = workflow_problem(spec)
+    problem = workflow_problem(spec, workflow)
     if problem:
         raise TaskStartError(problem)
     if answer is None:
-        return TaskLaunch(spec, extra=extra, keep_iterations=keep_iterations)
+        return TaskLaunch(spec, extra=extra, keep_iterations=keep_iterations, workflow=workflow or spec.workflow)
     if not answer.strip():
         raise TaskStartError("the answer is empty. Write the answer after the task: " + answer_hint(spec.path))
     if state is None or state.open_blocker is None:
@@ -136,7 +138,11 @@ class TaskTurn:
             yield Notice(note)
         answered = self.run.answer(self.launch.answer) if self.launch.answer is not None else None
         prompt = self.run.prepare(self.launch.extra, answered)
-        async for event in prompt_turn(self.session, prepare_prompt(prompt, self.session.root)):
+        if self.launch.workflow != "none":  # a new run in a workflow: a job with the task as its instructions
+            events = self.session.start_job(self.launch.workflow, prepare_prompt(prompt, self.session.root).text)
+        else:  # a plain run, or a resumed one (the session's job, if any, takes the answer as guidance)
+            events = prompt_turn(self.session, prepare_prompt(prompt, self.session.root))
+        async for event in events:
             yield event
             for extra in self.run.observe(event):
                 yield extra

@@ -27,17 +27,25 @@ from anvil.core.tasks.state import BlockerRecord, TaskState, TaskStore
 from anvil.core.tasks.taskfile import TaskSpec
 from anvil.core.tools.interaction import questions_block
 
-#: the workflows a task run can use here; the workflow seam adds its own (``phased``, ``tdd``)
-SUPPORTED_WORKFLOWS = ("none",)
 _EDIT_KINDS = {"edit", "delete", "move"}
 
 
-def workflow_problem(spec: TaskSpec, supported: tuple[str, ...] = SUPPORTED_WORKFLOWS) -> str | None:
-    """One line when the task asks for a workflow this anvil cannot run, else None."""
-    if spec.workflow in supported:
+def supported_workflows() -> tuple[str, ...]:
+    """The workflows a task run can use: none (one conversation), and every workflow on the seam."""
+    from anvil.core.workflows.jobs import WORKFLOWS
+
+    return ("none", *WORKFLOWS)
+
+
+def workflow_problem(spec: TaskSpec, workflow: str | None = None) -> str | None:
+    """One line when the run would use a workflow this anvil cannot run (``workflow``: --workflow's, which wins
+    over the task file's), else None."""
+    chosen, supported = workflow or spec.workflow, supported_workflows()
+    if chosen in supported:
         return None
-    return (f"{spec.path}: the task asks for workflow '{spec.workflow}', which this anvil does not have (it has: "
-            f"{', '.join(supported)}). Change `workflow:` in the task file.")
+    where = "--workflow" if workflow else f"{spec.path}: `workflow:`"
+    return (f"{where} asks for workflow '{chosen}', which this anvil does not have (it has: "
+            f"{', '.join(supported)}).")
 
 
 class TaskRun:
