@@ -35,20 +35,22 @@ from anvil.core.events import (
     AssistantMessage,
     ErrorEvent,
     Event,
-    GitOperation,
     IntentPreview,
-    JobFinished,
-    JobStateChanged,
     Notice,
-    PhaseEnded,
-    PhaseStarted,
     PlanProposed,
     Retrying,
     TextDelta,
     ToolCallStarted,
-    TransitionRejected,
     TurnEnded,
     headless_denial,
+)
+from anvil.core.job_events import (
+    GitOperation,
+    JobFinished,
+    JobStateChanged,
+    PhaseEnded,
+    PhaseStarted,
+    TransitionRejected,
 )
 from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError

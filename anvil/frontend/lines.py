@@ -18,18 +18,20 @@ from anvil.core.events import (
     CompactionStarted,
     ErrorEvent,
     Event,
-    GitOperation,
     IntentPreview,
-    JobFinished,
-    JobStateChanged,
     Notice,
-    PhaseEnded,
-    PhaseStarted,
     Retrying,
     TodoItem,
     ToolProgress,
-    TransitionRejected,
     TurnEnded,
+)
+from anvil.core.job_events import (
+    GitOperation,
+    JobFinished,
+    JobStateChanged,
+    PhaseEnded,
+    PhaseStarted,
+    TransitionRejected,
 )
 
 #: how a line is shown: the TUI's entry colours, the plain REPL's glyphs ("phase": a workflow job's phases)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import JobStateChanged
+from anvil.core.job_events import JobStateChanged
 from anvil.frontend.commands import COMMANDS, run_command
 from anvil.frontend.effects import Replace, RunEvents, Show
 from anvil.frontend.jobs import JobLaunch, starts_at_once

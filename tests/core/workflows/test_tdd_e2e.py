@@ -12,16 +12,8 @@ from typing import Any
 import pytest
 
 from anvil.config import Settings
-from anvil.core.events import (
-    Event,
-    GitOperation,
-    JobFinished,
-    JobStateChanged,
-    Notice,
-    PhaseStarted,
-    ToolResultEvent,
-    TurnEnded,
-)
+from anvil.core.events import Event, Notice, ToolResultEvent, TurnEnded
+from anvil.core.job_events import GitOperation, JobFinished, JobStateChanged, PhaseStarted
 from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
 from anvil.runtime import open_runtime

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from anvil.core.events import GitOperation, JobStateChanged
+from anvil.core.job_events import GitOperation, JobStateChanged
 from anvil.core.tools.base import ToolContext, ToolSettings
 from anvil.core.tools.shell.shell_tools import RunCommand
 from anvil.core.tools.shell.test_runner import RunTests, runs_test_runner

@@ -1,5 +1,5 @@
 """The git operations a TDD job runs itself, as subprocesses, each one reported as a
-:class:`~anvil.core.events.GitOperation` event.
+:class:`~anvil.core.job_events.GitOperation` event.
 
 What it may do is narrow on purpose: it never pushes (so it never force-pushes), never deletes a branch that is not
 merged (``-d``, never ``-D``), and checks out, creates, merges or deletes only the main branch and the PR branch
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from anvil.core.events import GitOperation
+from anvil.core.job_events import GitOperation
 from anvil.core.safe_git import overrides
 from anvil.core.workflows.tdd.machine import GitOutcome, Head
 

@@ -14,16 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import (
-    Event,
-    JobFinished,
-    JobStateChanged,
-    Notice,
-    PhaseStarted,
-    TodoItem,
-    TodosChanged,
-    ToolCall,
-)
+from anvil.core.events import Event, Notice, TodoItem, TodosChanged, ToolCall
+from anvil.core.job_events import JobFinished, JobStateChanged, PhaseStarted
 from anvil.core.tools.base import Tool, ToolContext, ToolResult
 from anvil.core.tools.shell.test_runner import project_test_command, runs_test_runner
 from anvil.core.workflows.base import JobError, JobStatus, SubagentRunner, Transition, Workflow
