@@ -96,10 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plain", action="store_true",
                         help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
     parser.add_argument("--workflow", metavar="NAME",
-                        help="work as a long job: 'phased' (strategic and tactical phases in turn). Its instructions "
-                             "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
+                        help="work as a long job: 'phased' (strategic and tactical phases in turn; its instructions "
+                             "are the prompt (-p), --instructions FILE, or your first message) or 'tdd' (the PRs of "
+                             "the project's master plan, test first; a prompt adds notes); --resume JOB goes on "
                              "with a job")
     parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
+    parser.add_argument("--clear-halt", action="store_true",
+                        help="with --workflow tdd: clear the halt of the newest job (or --resume JOB) once you put "
+                             "the repository right, then exit")
     parser.add_argument("--task", metavar="FILE", help="run a Markdown task file (YAML header: title, prd, verify, "
                         "max_iterations, workflow) headless; exit 4 when it ends blocked on a question")
     parser.add_argument("--answer", metavar="TEXT", help="answer the open question of a blocked task and resume it "
@@ -112,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: ``anvil NAME ...``: commands of their own, each in a module imported only when it runs
+SUBCOMMANDS = {"sessions": ("anvil.cli_sessions", "sessions_command"), "acp": ("anvil.acp.server", "main"),
+               "trust": ("anvil.frontend.trust", "trust_command"), "tasks": ("anvil.frontend.tasks", "tasks_command"),
+               "eval": ("anvil.eval.cli", "main")}
+
+
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list == ["--version"] or args_list == ["-V"]:
@@ -119,26 +129,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"anvil {__version__}")
         return 0
-    if args_list[:1] == ["sessions"]:
-        from anvil.cli_sessions import sessions_command
-
-        return sessions_command(args_list[1:])
-    if args_list[:1] == ["acp"]:
-        from anvil.acp.server import main as acp_main
-
-        return acp_main(args_list[1:])
-    if args_list[:1] == ["trust"]:
-        from anvil.frontend.trust import trust_command
-
-        return trust_command(args_list[1:])
-    if args_list[:1] == ["tasks"]:
-        from anvil.frontend.tasks import tasks_command
-
-        return tasks_command(args_list[1:])
-    if args_list[:1] == ["eval"]:
-        from anvil.eval.cli import main as eval_main
-
-        return eval_main(args_list[1:])
+    if args_list[:1] and args_list[0] in SUBCOMMANDS:
+        module, function = SUBCOMMANDS[args_list[0]]
+        command: Any = getattr(__import__(module, fromlist=[function]), function)  # imported only when used
+        return int(command(args_list[1:]))
     if args_list[:1] == ["answer"]:
         if len(args_list) < 3 or args_list[1].startswith("-") or args_list[2].startswith("-"):
             print('usage: anvil answer TASK "ANSWER" [--model M] [--output-format F] ...: answers the open question '
@@ -157,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     problem = _job_problem(args)
     if problem:
         parser.error(problem)
+    if args.clear_halt:
+        from anvil.frontend.jobs import clear_halt_command
+
+        return clear_halt_command(_project_root(), _flags(args), args.workflow, args.resume, _trust(args))
     if args.first_prompt is not None and args.prompt is not None:
         if args.prompt:
             parser.error("give the prompt once: after -p, or as PROMPT")
@@ -191,6 +189,10 @@ def _job_problem(args: Any) -> str | None:
         return "--instructions starts a new job, --resume JOB goes on with one: give one of them"
     if args.workflow and args.input_format == "stream-json":
         return "--workflow takes its instructions from -p or --instructions, not from --input-format stream-json"
+    if args.clear_halt and not args.workflow:
+        return "--clear-halt goes with --workflow NAME (the workflow whose job halted)"
+    if args.clear_halt and (args.prompt is not None or args.first_prompt or args.continue_latest or args.instructions):
+        return "--clear-halt only clears the halt and exits: leave out the prompt, -c and --instructions"
     return None
 
 
@@ -255,8 +257,7 @@ def _headless(args: Any, model: Any = None) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)) \
-                and args.task is None and args.answer is None:
+        if (prompt is None or not prompt.strip()) and _needs_prompt(args, job):
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
             return EXIT_USAGE
     task = None
@@ -287,6 +288,16 @@ def _headless(args: Any, model: Any = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _needs_prompt(args: Any, job: JobLaunch | None) -> bool:
+    """A headless run needs a prompt, unless a task, a job's instructions or a job that needs none (TDD) gives the
+    work, or it goes on with a job."""
+    from anvil.frontend.jobs import needs_instructions
+
+    if args.task is not None or args.answer is not None:
+        return False
+    return not (job and (job.instructions or job.resume or not needs_instructions(job.workflow)))
 
 
 def _task_launch(args: Any, prompt: str) -> Any:

@@ -187,6 +187,19 @@ class SessionFacade:
         """End the attached job (between turns); the session goes on as a plain conversation."""
         return self._agent.stop_workflow(reason)
 
+    def clear_job_halt(self) -> str:
+        """The person put right what halted the attached job: what changed. Raises JobError saying what is still in
+        the way (or that there is no job, or nothing to clear)."""
+        from anvil.core.workflows.base import JobError
+
+        workflow = self._agent.workflow
+        if workflow is None:
+            raise JobError("This session has no job. `anvil --workflow tdd --clear-halt` clears the halt of the "
+                           "project's newest TDD job.")
+        message = workflow.clear_halt()
+        self._agent.offered.refresh()
+        return message
+
     def jobs(self) -> list[str]:
         """This project's job ids, newest first (empty when the jobs directory is not usable)."""
         from anvil.core.workflows.base import JobError

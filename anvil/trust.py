@@ -61,6 +61,30 @@ def _read_only(agent: Any) -> bool:
     return isinstance(agent, dict) and agent.get("read_only") is True
 
 
+_TDD_COMMANDS = ("preflight", "review_command")
+
+
+def _workflow_commands(value: Any) -> tuple[Any, Any]:
+    """``[workflows]``: the TDD workflow's ``preflight`` and ``review_command`` run commands; the rest is harmless."""
+    if not isinstance(value, dict) or not isinstance(value.get("tdd"), dict):
+        return value, None
+    tdd = value["tdd"]
+    risky = {key: tdd[key] for key in _TDD_COMMANDS if key in tdd}
+    if not risky:
+        return value, None
+    harmless = {**value, "tdd": {k: v for k, v in tdd.items() if k not in risky}}
+    return harmless, {"tdd": risky}
+
+
+def _workflow_lines(value: dict[str, Any]) -> list[str]:
+    tdd = value["tdd"]
+    preflight = tdd.get("preflight") if isinstance(tdd.get("preflight"), list) else []
+    lines = [f"the TDD workflow's preflight runs {_code(c)}" for c in preflight]
+    if tdd.get("review_command"):
+        lines.append(f"the TDD workflow's review runs {_code(tdd['review_command'])}")
+    return lines
+
+
 #: ``[sandbox]`` values that only confine more; any other key or value loosens it, or may.
 _TIGHTENING = {"mode": ("required",), "network": (False, []), "writable": ([],)}
 
@@ -121,6 +145,7 @@ RISKY_SETTINGS: tuple[RiskySetting, ...] = (
     RiskySetting("test_command", lambda v: [f"run_tests runs {_code(v)}"]),
     RiskySetting("autofix", lambda v: [f"when verification fails, runs {_code(c)} on {kind} files" for kind, cs in
                                        v.items() for c in cs], _risky_if(lambda v: isinstance(v, dict))),
+    RiskySetting("workflows", _workflow_lines, _workflow_commands),
     RiskySetting("mcp_servers", _mcp_servers),
     RiskySetting("api_base", lambda v: [f"model requests, with your API key, go to {v}"]),
     RiskySetting("auto_approve", lambda v: ["every tool call runs without asking"],
