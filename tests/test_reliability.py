@@ -13,15 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prompt_toolkit.input import DummyInput
+from prompt_toolkit.output import DummyOutput
 
 from anvil.config import Settings, data_dir
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.session.store import read_session
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.headless import run_headless
+from anvil.plain.repl import PlainRepl
 from anvil.runtime import open_runtime
+from anvil.tui.prompt_input import History as TuiHistory
 from tests.conftest import anvil_command
 from tests.support.full_disk import FullDisk, tmpfs_available, tmpfs_shell
+from tests.support.mcp_servers import demo_config
 from tests.support.openai_server import ScriptedOpenAIServer
 
 LONG_NAME = "a" * 300 + ".txt"
@@ -200,12 +205,21 @@ def test_everything_anvil_writes_is_private_and_an_old_tree_is_narrowed(project:
         turns = [call("read_file", path=".env"), call("write_file", path=".env", content="API_TOKEN=changed12345\n"),
                  call("run_command", command="echo hello"), {"text": "done"}]
         code, _, _ = headless(project, turns)
+        # Resumed: the checkpoints exist now, so their expiry runs and leaves its mark; an MCP server's stderr log
+        again, _, _ = headless(project, [{"text": "again"}], resume=True, mcp_servers={"demo": demo_config()})
+        # the input histories of both front ends (after a start, which narrows what is directly in the data dir)
+        plain = PlainRepl(open_runtime(Settings(model="scripted"), project, interactive=True), input=DummyInput(),
+                          output=DummyOutput())
+        plain.prompt.history.append_string("a prompt with a secret in it")
+        TuiHistory().add("a prompt with a secret in it")
     finally:
         os.umask(old)
-    assert code == 0 and stat.S_IMODE((project / ".env").stat().st_mode) == 0o600
+    assert code == again == 0 and stat.S_IMODE((project / ".env").stat().st_mode) == 0o600
     root = isolated_env / "data" / "anvil"
     entries = [root, *root.rglob("*")]
     assert any(p.suffix == ".log" for p in entries) and any(len(p.name) == 64 for p in entries)  # a log, a blob
+    names = {p.name for p in entries}
+    assert {".last-expiry", "demo.log", "history", "plain_history"} <= names, sorted(names)
     for path in entries:
         expected = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.stat().st_mode) == expected, f"{path} is {oct(path.stat().st_mode)}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import time
@@ -50,6 +51,7 @@ from anvil.core.events import (
     UsageReport,
 )
 from anvil.core.loop.failure import report
+from anvil.core.private_files import open_private, private_dir
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.facade import SessionFacade
 from anvil.frontend.commands import COMMANDS, command_completions
@@ -92,7 +94,8 @@ class PlainRepl:
         self._todos: TodosChanged | None = None  # a new todo list, shown once the running call's line is done
         history = data_dir() / "plain_history"
         with contextlib.suppress(OSError):  # a read-only home must not stop the REPL; history is then lost
-            history.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(history.parent)  # prompt_toolkit appends to the file: created 0600 here, it stays so
+            os.close(open_private(history, os.O_WRONLY | os.O_APPEND))
         completer = PlainCompleter(runtime.root, lambda: command_completions(COMMANDS, self.session))
         self.prompt = PromptSession[str](
             history=FileHistory(str(history)), completer=ThreadedCompleter(completer), complete_while_typing=True,
