@@ -62,6 +62,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a reader that went away is found here, not in a traceback at exit
+        return code
+    except BrokenPipeError:
+        # `anvil sessions | head`: the reader has what it wanted; stop writing, quietly (Python's own recipe).
+        _quiet_stdout()
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the buffered rest is dropped at exit instead of raising again."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no stdout to quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _main(argv: list[str] | None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list == ["--version"] or args_list == ["-V"]:
         from anvil import __version__
@@ -148,9 +169,7 @@ def _headless(args: Any) -> int:
         return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
     except (ConfigError, SessionError, ModelError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)

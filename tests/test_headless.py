@@ -214,6 +214,23 @@ def test_sessions_listing(project: Path, server: ScriptedOpenAIServer) -> None:
     assert sys.executable  # the CLI ran under this interpreter
 
 
+def test_a_listing_piped_into_head_ends_quietly(project: Path, isolated_env: Path) -> None:
+    """`anvil sessions | head`: the reader leaves after a line; no BrokenPipeError traceback, for any listing."""
+    assert run_anvil(project, None, "-p", "hi", "--model", "scripted").returncode == 0
+    first = next((isolated_env / "data" / "anvil" / "sessions").rglob("*.jsonl"))
+    for i in range(1500):  # over 64 KiB of listing: more than a pipe holds, so the writer meets the closed end
+        (first.parent / f"{first.stem}-{i:04d}.jsonl").write_bytes(first.read_bytes())
+    for args in (("sessions",), ("sessions", "--prune", "--keep", "0", "--dry-run")):
+        listing = subprocess.Popen(anvil_command(*args), cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        assert listing.stdout is not None and listing.stderr is not None
+        assert listing.stdout.readline().strip()  # what `head -1` reads, and then it goes
+        listing.stdout.close()
+        err = listing.stderr.read()
+        assert listing.wait(timeout=60) == 1
+        assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
 def test_unknown_model_is_one_clear_message(project: Path) -> None:
     result = run_anvil(project, None, "-p", "hi", "--model", "no-such-model-xyz")
     assert result.returncode == 1 and "Traceback" not in result.stderr
