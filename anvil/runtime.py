@@ -124,6 +124,8 @@ class Runtime:
             if self.undo is not None:
                 self.undo.store.close()
                 told += self.undo.store.take_notices()
+            for trouble in self.agent.ctx.troubles:  # the command logs
+                told += trouble.take()
             for message in told:
                 self.notify(message)
 

@@ -97,7 +97,8 @@ def test_a_full_data_directory_mid_turn_is_said_once_and_nothing_is_lost(
         project: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(data_dir(), monkeypatch)
     turns = [call("fill"), call("write_file", path="notes.txt", content="kept\n"),
-             call("run_command", command="echo while the disk is full"), call("free"), {"text": "all done"}]
+             call("run_command", command="echo while the disk is full"), call("free"),
+             call("run_command", command="echo space again"), {"text": "all done"}]
     code, events, runtime = headless(project, turns, tools=(SetDisk("fill", disk, True), SetDisk("free", disk, False)))
     assert code == 0 and disk.refused  # Session.append raised ENOSPC out of the turn before
     notices = [e["message"] for e in of_type(events, "notice")]
@@ -105,10 +106,15 @@ def test_a_full_data_directory_mid_turn_is_said_once_and_nothing_is_lost(
     assert len([n for n in notices if n.startswith(f"Could not write the session file {session_file}")]) == 1
     assert len([n for n in notices if n.startswith("Could not write the checkpoints")]) == 1
     assert len([n for n in notices if n.startswith("Writing the session file") and "works again" in n]) == 1
+    assert len([n for n in notices if n.startswith("Could not write the command logs")]) == 1, notices
+    assert len([n for n in notices if n.startswith("Writing the command logs") and "works again" in n]) == 1
     assert (project / "notes.txt").read_text() == "kept\n"
     state = read_session(runtime.session.path)  # every record reached the file once there was room
     tool_results = [m["content"] for m in state.messages if m["role"] == "tool"]
-    assert len(tool_results) == 4 and "while the disk is full" in tool_results[2]
+    assert len(tool_results) == 5 and "while the disk is full" in tool_results[2]
+    # the command's log, held while the disk was full, was written when the next command started
+    log = next(p for p in (data_dir() / "logs").rglob("*.log") if "while-the-disk" in p.name)
+    assert log.read_text() == "while the disk is full\n"
     assert state.messages[-1]["content"] == "all done" and state.warnings == []
     # Resumed, the checkpoint written late still undoes the write.
     runtime = open_runtime(Settings(model="scripted"), project, model=ScriptedModel([]), continue_latest=True)

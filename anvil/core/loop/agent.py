@@ -159,14 +159,14 @@ class Agent(Compacting):
         try:
             async for event in self._turn(turn):
                 yield event
-                for notice in self.history.storage_notices(self.ctx.checkpoints):
+                for notice in self.history.storage_notices(self.ctx.checkpoints, self.ctx.troubles):
                     yield notice
         except Exception as exc:  # the turn's boundary: nothing may escape to the front end
             for event in end_broken_turn(self.history, self.ctx, turn, exc):
                 yield event
         if self.session is not None:
             self.session.sync()
-        for notice in self.history.storage_notices(self.ctx.checkpoints):
+        for notice in self.history.storage_notices(self.ctx.checkpoints, self.ctx.troubles):
             yield notice
 
     async def _turn(self, turn: TurnState) -> AsyncIterator[Event]:

@@ -8,12 +8,14 @@ decides what of it each provider is sent."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from anvil.core.events import AssistantMessage, Event, Notice, ToolCall
 from anvil.core.model.protocol import Completion
 from anvil.core.session.checkpoints import CheckpointStore
 from anvil.core.session.store import Session
+from anvil.core.session.trouble import WriteTrouble
 
 E = TypeVar("E", bound=Event)
 
@@ -66,10 +68,14 @@ class History:
                 break
         return []
 
-    def storage_notices(self, checkpoints: CheckpointStore) -> list[Notice]:
-        """What the session file and the checkpoints could not write (or write again), told once each."""
+    def storage_notices(self, checkpoints: CheckpointStore, others: Iterable[WriteTrouble] = ()) -> list[Notice]:
+        """What the session file, the checkpoints and ``others`` (the command logs) could not write (or write
+        again), told once each."""
         told = self.session.trouble.take() if self.session is not None else []
-        return [Notice(message) for message in [*told, *checkpoints.take_notices()]]
+        told += checkpoints.take_notices()
+        for trouble in others:
+            told += trouble.take()
+        return [Notice(message) for message in told]
 
     def record(self, event: E) -> E:
         if self.session is not None:

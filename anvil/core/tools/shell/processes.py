@@ -24,7 +24,7 @@ from anvil.core.sandbox.sandbox import Launch
 from anvil.core.tools.base import EditorTerminal, ToolContext, ToolSettings
 from anvil.core.tools.errors import ToolError
 from anvil.core.tools.paths import resolve_path
-from anvil.core.tools.shell.command_log import CappedLog, LogStore
+from anvil.core.tools.shell.command_log import LogStore
 from anvil.core.tools.shell.jobs import BackgroundJob, BackgroundJobs
 from anvil.core.tools.shell.output_capture import OutputCollector
 from anvil.core.tools.shell.spawn import DRAIN_GRACE, kill_now, launch_bash, spawn, stop
@@ -79,8 +79,7 @@ class ShellSession(BackgroundJobs):
         self.tags: list[str] = []
 
     def _collector(self, label: str) -> OutputCollector:
-        log = CappedLog(self.logs.new_path(label), self.ctx.settings.log_cap or _UNLIMITED)
-        self.logs.active.add(log.path)
+        log = self.logs.new_log(label, self.ctx.settings.log_cap or _UNLIMITED)
         return OutputCollector(self.ctx.settings.output_budget, log, self.ctx.secrets.mask)
 
     def _inside(self, path: Path) -> bool:
@@ -129,8 +128,8 @@ class ShellSession(BackgroundJobs):
         if track and final_dir:
             notes.extend(self._follow_cd(Path(final_dir)))
         if collector.log_error:
-            notes.append(f"The output could not be saved to a log ({collector.log_error}); what is shown "
-                         "here is all there is.")
+            notes.append(f"The output could not all be saved to its log yet ({collector.log_error}); anvil holds "
+                         "the rest in memory (within the log's cap) and appends it to the log once there is room.")
         whole = collector.whole
         output = whole.render(collector.log_path)
         failed = timed_out or exit_code != 0
@@ -189,6 +188,7 @@ class ShellSession(BackgroundJobs):
         """Stop every background job and whatever a command left running; registered in ``ctx.cleanups``."""
         await asyncio.gather(*(self.kill(job) for job in self.jobs.values()), return_exceptions=True)
         await end_tagged(self.tags, grace=self.kill_grace)
+        self.logs.close()  # what a full disk kept out of the logs: a last try, or said lost
 
 
 async def _in_terminal(terminal: EditorTerminal, launch: Launch, cwd: Path, timeout: float,
@@ -217,4 +217,5 @@ def shell_session(ctx: ToolContext) -> ShellSession:
         session = ShellSession(ctx)
         ctx.state["shell"] = session
         ctx.cleanups.append(session.close)
+        ctx.troubles.append(session.logs.trouble)
     return session
