@@ -29,7 +29,7 @@ from anvil.core.loop.agent import Agent
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
-from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.litellm_model import LiteLLMModel, settle_model_calls
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
@@ -113,6 +113,7 @@ class Runtime:
             return
         self._closed = True
         try:
+            await settle_model_calls()  # model calls an interrupt left behind, before the loop ends them
             if self.hooks is not None:
                 await self.hooks.session_end(reason)
             if self.mcp is not None:
