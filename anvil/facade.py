@@ -162,6 +162,12 @@ class SessionFacade:
         """Run a turn for ``text`` (prepared by the front end); its events, up to and with turn_ended."""
         return self._agent.run_turn(text)
 
+    @property
+    def can_continue(self) -> bool:
+        """The last reply was cut short by a dropped connection (this run or before a resume): the model can go
+        on with it (``/continue``, or Enter on an empty prompt)."""
+        return self._agent.history.cut_by_dropped_connection()
+
     def steer(self, text: str) -> None:
         """A message typed while a turn runs: the model sees it before its next call."""
         self._agent.steer(text)

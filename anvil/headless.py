@@ -38,6 +38,7 @@ from anvil.core.events import (
     Notice,
     PlanProposed,
     Retrying,
+    TextDelta,
     ToolCallStarted,
     TurnEnded,
     headless_denial,
@@ -46,11 +47,14 @@ from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
 from anvil.facade import SessionFacade
 from anvil.frontend.lines import describe
-from anvil.frontend.prompt import prepare_prompt, prompt_turn
+from anvil.frontend.prompt import CONTINUE_HEADLESS, prepare_prompt, prompt_turn
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}
+#: the connection to the provider dropped mid-reply: the text so far is in the session, `anvil -c` goes on
+#: (sysexits' EX_TEMPFAIL: a passing failure, worth trying again)
+EXIT_DROPPED = 75
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "dropped": EXIT_DROPPED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
     "text": (ErrorEvent, Notice, Retrying), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
@@ -67,6 +71,7 @@ class _Run:
 
     answer: str = ""
     continued: bool = False  # the last reply stopped at the output limit: the next one goes on with its text
+    streaming: list[str] = field(default_factory=list)  # text of the reply streaming now (kept if it is cut)
     plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
     started: float = field(default_factory=time.monotonic)
@@ -110,6 +115,11 @@ class _Output:
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
+        if ended.reason == "dropped":  # the text so far is the answer; how to go on, in -p's terms
+            run.answer = run.answer + "".join(run.streaming) if run.continued else "".join(run.streaming)
+            line = describe(ended, go_on=CONTINUE_HEADLESS)
+            if line is not None:
+                self.complain(line.text)
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
         text = run.plan if run.plan is not None else run.answer
@@ -235,9 +245,12 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
         match event:
             case PlanProposed(future=None, plan=plan):
                 run.plan = plan
+            case TextDelta(text=text):
+                run.streaming.append(text)
             case AssistantMessage(text=text, continues=continues):
                 run.answer = run.answer + text if run.continued else text
                 run.continued = continues
+                run.streaming.clear()
             case ToolCallStarted(call_id=call_id, name=name, args=args):
                 run.calls[call_id] = (name, args)
             case ApprovalAnswered(allow=False, by=by) if by != "interrupt":

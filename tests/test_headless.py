@@ -256,3 +256,23 @@ def test_a_call_that_needs_approval_is_denied_with_the_one_headless_text(project
     [denial] = events[-1]["permission_denials"]  # the result lists it, in Claude Code's words
     assert denial == {"tool_name": "run_command", "tool_use_id": answered["call_id"],
                       "tool_input": {"command": "touch x"}, "by": "headless"}
+
+
+def test_a_connection_dropped_mid_reply_keeps_the_text_and_anvil_c_goes_on(project: Path,
+                                                                            server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "The first half of the answer, and then the second half.", "drop_after": 4,
+                "chunk_chars": 10})
+    cut = run_anvil(project, server, "-p", "explain")
+    assert cut.returncode == 75, cut.stderr  # EX_TEMPFAIL: a passing failure; it was exit 1, "overloaded"
+    assert cut.stdout == "The first half of the answer, \n"  # what was shown (3 chunks) is the answer so far
+    lines = cut.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in cut.stderr
+    assert "dropped in the middle of its reply; the text so far is kept. Go on with: anvil -c -p continue" in lines[0]
+    server.add({"text": " and the second half."})
+    resumed = run_anvil(project, server, "-c", "-p", "continue", "--output-format", "json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["result"] == " and the second half."
+    sent = server.requests[-1]["messages"]
+    assert sent[-2] == {"role": "assistant",
+                        "content": "The first half of the answer, \n\n[the connection to the provider dropped here]"}
+    assert sent[-1] == {"role": "user", "content": "continue"}

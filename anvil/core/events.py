@@ -13,7 +13,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck"]
+#: "dropped": the connection to the provider dropped in the middle of a reply; the text so far is kept, and the
+#: person can have the model go on from there
+TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "dropped"]
 
 
 @dataclass(frozen=True)

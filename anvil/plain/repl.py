@@ -177,6 +177,8 @@ class PlainRepl:
                 except KeyboardInterrupt:
                     continue
                 line = text.strip()
+                if not line and self.session.can_continue:  # after a dropped connection: one key goes on
+                    line = "/continue"
                 if not line:
                     continue
                 work = run_slash(self, line) if is_command(line) else self.send(line)

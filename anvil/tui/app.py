@@ -265,6 +265,10 @@ class AnvilApp(App[int]):
     @on(PromptInput.Submitted)
     async def on_prompt_submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text
+        if not text:  # Enter on an empty prompt: goes on after a dropped connection, does nothing otherwise
+            if self.session is not None and not self.busy and self.session.can_continue:
+                await self.commands.run("/continue")
+            return
         self.warm_up.hurry()  # a prompt or a command: the person now waits on anvil, not the other way round
         try:
             if is_command(text):

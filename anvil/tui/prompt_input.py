@@ -166,6 +166,7 @@ class PromptInput(EchoesAtOnce, TextArea):
     def _submit(self) -> None:
         text = self.text.strip()
         if not text:
+            self.post_message(self.Submitted(""))  # the app may have something for it (going on after a drop)
             return
         self.prompt_history.add(text)
         self.load_text("")

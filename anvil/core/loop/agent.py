@@ -40,7 +40,7 @@ from anvil.core.loop import cutoff
 from anvil.core.loop.compacting import Compacting
 from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
-from anvil.core.loop.history import History
+from anvil.core.loop.history import DROPPED_MARK, History
 from anvil.core.loop.images import image_message, image_note
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.loop.stages import StageTracker
@@ -244,6 +244,10 @@ class Agent(Compacting):
                 async for event in self._retry_larger(turn, parts):
                     yield event
         except ModelError as error:
+            if error.kind == "dropped" and parts:  # text was shown: kept, and the person may have it go on
+                self.history.add_partial(parts, DROPPED_MARK)
+                turn.end("dropped", f"{error.message}; the text so far is kept.")
+                return
             self.history.add_partial(parts)
             yield self.history.record(ErrorEvent(error.message, error.retryable, error.kind))
             turn.end("error", error.message)
