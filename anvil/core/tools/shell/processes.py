@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from anvil.core.process_groups import KILL_GRACE
 from anvil.core.sandbox.blocked import Block
-from anvil.core.sandbox.lifetime import end_tagged
+from anvil.core.sandbox.lifetime import end_tagged, tagged_pids
 from anvil.core.sandbox.sandbox import Launch
 from anvil.core.tools.base import EditorTerminal, ToolContext, ToolSettings
 from anvil.core.tools.errors import ToolError
@@ -183,6 +185,14 @@ class ShellSession(BackgroundJobs):
             transport.close()
             collector.finish()
         return transport.get_returncode(), timed_out, stragglers
+
+    def kill_all_now(self) -> None:
+        """SIGKILL everything the session's commands started, without waiting (the process is ending at once)."""
+        for job in self.jobs.values():
+            kill_now(job.pid, job.launch.tag)
+        for pid in tagged_pids(self.tags):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
     async def close(self) -> None:
         """Stop every background job and whatever a command left running; registered in ``ctx.cleanups``."""
