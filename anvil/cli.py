@@ -223,6 +223,11 @@ def _tui(args: Any) -> int:
     finally:
         if app.runtime is not None:  # the app closes it on a normal exit; this covers a crash
             app.runtime.session.close()
+    if app.exit_signal is not None:  # SIGTERM, SIGHUP: the app closed; the process ends now (anvil/tui/exiting.py)
+        from anvil.tui.exiting import end_after_signal
+
+        end_after_signal(app, app.exit_signal)
+    app.stop_watching_signals()
     if app.return_code not in (None, 0):
         return app.return_code
     return code or 0

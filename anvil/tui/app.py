@@ -9,9 +9,6 @@ pushed from that worker.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 import time
 from collections.abc import AsyncIterator
 from functools import partial
@@ -19,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
@@ -28,6 +25,7 @@ from anvil.frontend.commands import command_completions, resumed_text
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
+from anvil.tui.exiting import Exiting
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import choose_theme, configured_theme, load_themes, paint_early_theme
 from anvil.tui.status import StatusBar
@@ -47,7 +45,7 @@ DOUBLE_PRESS_SECONDS = 2.0
 STARTUP_DELAY = 0.05
 
 
-class AnvilApp(App[int]):
+class AnvilApp(Exiting):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "anvil"
     ENABLE_COMMAND_PALETTE = False
@@ -89,7 +87,6 @@ class AnvilApp(App[int]):
         self._renderer: TurnRenderer | None = None
         self._last_ctrl_c = 0.0
         self._sidebar_forced: bool | None = None
-        self._exiting = False
 
     @property
     def runtime(self) -> Runtime | None:
@@ -133,10 +130,7 @@ class AnvilApp(App[int]):
         self.query_one("#todo-summary").display = False
         self.status.update_state(model=str(self.flags.get("model") or (self.settings.model if self.settings else "")))
         self.prompt.focus()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP):  # the same way out as /exit: background commands end too
-                loop.add_signal_handler(sig, self.action_exit_app)
+        self.watch_signals()  # SIGTERM and SIGHUP: the same way out as /exit, within 2 s (anvil/tui/exiting.py)
         # Start-up work (imports in a thread) competes for the GIL with drawing: let the first frame out first.
         self.call_after_refresh(self.set_timer, STARTUP_DELAY, self.start_up)
 
@@ -388,14 +382,6 @@ class AnvilApp(App[int]):
             await self.mount(bar, before=self.query_one("#main"))
         bar.open()
 
-    def action_exit_app(self) -> None:
-        if self._exiting:
-            return
-        self._exiting = True
-        if self.busy and self.session is not None:
-            self.session.interrupt()
-        self.run_worker(self._close_and_exit(), group="exit")
-
     async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
         from anvil.frontend.guard import guarded
@@ -405,14 +391,6 @@ class AnvilApp(App[int]):
                                 partial(self.add_line, "error"), session.data_dir)
         for notice in notices or []:
             self.add_line("notice", notice)
-
-    async def _close_and_exit(self) -> None:
-        if self.session is not None:
-            with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
-                await asyncio.wait_for(self.session.close(), timeout=5)
-            with contextlib.suppress(Exception):
-                self.session.runtime.session.close()
-        self.exit(0)
 
     def add_line(self, kind: str, text: str) -> LineEntry:
         return self.transcript.add_line(kind, text)
