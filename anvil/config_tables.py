@@ -1,5 +1,5 @@
 """The tables of the settings that are more than one value: ``[permissions]``, ``[sandbox]``, ``[commands]``,
-``[acp]``.
+``[acp]`` (``[workflows]`` is in :mod:`anvil.config_workflows`).
 
 Each is a pydantic model with ``extra="forbid"``, so an unknown key is a configuration error naming it; the
 attribute docstrings are the documentation ``anvil config`` and the README draw on.
@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from anvil.core.sandbox.limits import DEFAULT_MAX_PROCESSES
 
 
 class Permissions(BaseModel):
@@ -50,6 +52,9 @@ class SandboxConfig(BaseModel):
     """More paths commands may write, besides the project, the temp dir and allowed_dirs (``["~/.gradle"]``)."""
     writable_caches: bool = True
     """The package managers' caches in the home directory (~/.cache, ~/.npm, cargo's and go's) are writable."""
+    max_processes: int = Field(DEFAULT_MAX_PROCESSES, ge=0)
+    """How many processes (threads included) one sandboxed command may have at once; 0 for no cap. A fork bomb
+    stops there instead of stalling the machine."""
 
     @field_validator("network")
     @classmethod
@@ -81,3 +86,4 @@ class AcpConfig(BaseModel):
     terminal: bool = False
     """Run the model's foreground commands in the editor's terminal, where you watch them, when the editor offers
     one. They run the same command line as otherwise, so still in anvil's sandbox."""
+

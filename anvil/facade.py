@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from anvil.core.model.protocol import Model
     from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
+    from anvil.core.tasks.run import TaskRun
+    from anvil.core.tasks.taskfile import TaskSpec
     from anvil.core.tools.base import EditorTerminal
+    from anvil.core.workflows.base import JobStatus
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     unpriced_calls: int = 0
+    #: ``context_used`` is an estimate (a resumed session's last known figure, or counted before a reply)
+    context_estimated: bool = False
 
 
 class SessionFacade:
@@ -159,8 +164,54 @@ class SessionFacade:
     # -- turns -----------------------------------------------------------------------------------------
 
     def submit(self, text: str) -> AsyncIterator[Event]:
-        """Run a turn for ``text`` (prepared by the front end); its events, up to and with turn_ended."""
-        return self._agent.run_turn(text)
+        """Run a turn for ``text`` (prepared by the front end); its events, up to and with turn_ended. With a job
+        attached, the turn goes on with the job: ``text`` is the person's guidance (it may be empty)."""
+        workflow = self._agent.workflow
+        return self._agent.run_turn(workflow.resume_brief(text) if workflow is not None else text)
+
+    # -- workflow jobs ---------------------------------------------------------------------------------------
+
+    @property
+    def job(self) -> JobStatus | None:
+        """The workflow job this session works on (running or paused), or None."""
+        workflow = self._agent.workflow
+        return workflow.status() if workflow is not None else None
+
+    def start_job(self, workflow: str, instructions: str) -> AsyncIterator[Event]:
+        """Start a job of ``workflow`` for ``instructions`` in this session (a fresh one) and run it: its events, up
+        to the turn_ended that pauses or ends it. Raises JobError (before any event) when it cannot start."""
+        job = self._runtime.start_job(workflow, instructions)
+        return self._agent.run_turn(job.brief())
+
+    def stop_job(self, reason: str = "stopped by the person") -> list[Event]:
+        """End the attached job (between turns); the session goes on as a plain conversation."""
+        return self._agent.stop_workflow(reason)
+
+    def jobs(self) -> list[str]:
+        """This project's job ids, newest first (empty when the jobs directory is not usable)."""
+        from anvil.core.workflows.base import JobError
+        from anvil.core.workflows.jobs import list_jobs
+
+        try:
+            return list_jobs(self._runtime.jobs_dir())
+        except JobError:
+            return []
+
+    def task_run(self, spec: TaskSpec, *, blocking: bool, keep_iterations: bool = False) -> TaskRun:
+        """A run of the task ``spec`` in this session (see :mod:`anvil.core.tasks.run`); ``blocking``: nobody can
+        answer a question now (headless), so questions and escalations end the turn as blockers."""
+        from anvil.core.tasks.run import TaskRun
+        from anvil.core.tasks.state import TaskStore
+
+        store = TaskStore(self.data_dir, self.root)
+        return TaskRun(spec, store, self._agent, self.id, blocking=blocking, keep_iterations=keep_iterations,
+                       prd_budget=self.settings.task_prd_chars)
+
+    def verification(self) -> dict[str, Any] | None:
+        """The last turn's verification (checks, what the automatic fixers changed, what the model had to fix),
+        or None when no checks ran."""
+        record = self._agent.verification
+        return record.to_dict() if record.ran else None
 
     @property
     def can_continue(self) -> bool:
@@ -204,9 +255,15 @@ class SessionFacade:
 
     def usage(self) -> Usage:
         totals = self._agent.usage.summary()
-        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], self._agent.context.used,
+        context = self._agent.context
+        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], context.used,
                      totals["cache_read_tokens"], totals["cache_write_tokens"], totals["reasoning_tokens"],
-                     totals["unpriced_calls"])
+                     totals["unpriced_calls"], context.estimated)
+
+    def context_event(self) -> ContextUsage:
+        """The gauge as it stands (after a resume: the session's last known figure, estimated), without
+        counting anything."""
+        return self._agent.context.event()
 
     async def measure(self) -> ContextUsage:
         """Count the conversation against the model's window now (after a model switch or a rewind)."""

@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -35,29 +35,39 @@ from anvil.core.events import (
     AssistantMessage,
     ErrorEvent,
     Event,
+    IntentPreview,
+    JobFinished,
     Notice,
+    PhaseEnded,
+    PhaseStarted,
     PlanProposed,
     Retrying,
     TextDelta,
     ToolCallStarted,
+    TransitionRejected,
     TurnEnded,
     headless_denial,
 )
 from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
+from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
-from anvil.frontend.lines import describe
+from anvil.frontend.jobs import JobLaunch
+from anvil.frontend.lines import describe, short
 from anvil.frontend.prompt import CONTINUE_HEADLESS, prepare_prompt, prompt_turn
+from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 #: the connection to the provider dropped mid-reply: the text so far is in the session, `anvil -c` goes on
 #: (sysexits' EX_TEMPFAIL: a passing failure, worth trying again)
 EXIT_DROPPED = 75
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "dropped": EXIT_DROPPED}
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED, "dropped": EXIT_DROPPED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
+JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
-    "text": (ErrorEvent, Notice, Retrying), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
+    "text": (ErrorEvent, Notice, Retrying, IntentPreview, *JOB_EVENTS), "json": (ErrorEvent, Retrying),
+    "stream-json": (ErrorEvent,)}
 PLAN_ONLY = ("plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it out, or "
              "without --mode plan.")
 #: how a turn ended, in Claude Code's words (its ``subtype``)
@@ -70,13 +80,24 @@ class _Run:
     the calls that were refused."""
 
     answer: str = ""
+    partial: str = ""  # the reply streaming now: an interrupt leaves only this
     continued: bool = False  # the last reply stopped at the output limit: the next one goes on with its text
-    streaming: list[str] = field(default_factory=list)  # text of the reply streaming now (kept if it is cut)
     plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
     started: float = field(default_factory=time.monotonic)
     calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     denials: list[dict[str, Any]] = field(default_factory=list)
+    job: PhaseStarted | None = None  # the workflow job the run worked on (its last phase)
+    finished: JobFinished | None = None  # how that job ended, when it did
+
+    @property
+    def result(self) -> str:
+        """What the run answered: a completed job's summary, a proposed plan, or the last reply."""
+        if self.finished is not None and self.finished.status == "complete":
+            return self.finished.summary
+        if self.ended is not None and self.ended.reason == "blocked":  # the question is what the run leaves
+            return self.ended.message
+        return self.plan if self.plan is not None else self.answer
 
 
 class _Output:
@@ -107,28 +128,52 @@ class _Output:
             self._json(event.to_dict())
             self.out.flush()
         line = describe(event) if isinstance(event, STDERR_EVENTS[self.format]) else None
-        if line is not None:
+        if isinstance(event, IntentPreview) and line is not None:  # text mode shows no other text of the model's
+            self.complain(f"plan (the model's intent preview; not enforced):\n{event.outline}")
+        elif line is not None:
             self.complain(line.text)
 
-    def finish(self, run: _Run, session: SessionFacade) -> int:
+    def denied(self, name: str, args: dict[str, Any], by: str) -> None:
+        """Text output only shows the answer: a call that was not run is said on stderr (json and stream-json
+        carry it as ``permission_denials`` and events)."""
+        if self.format != "text":
+            return
+        what = short(str(args.get("command") or args.get("path") or ""), 80)
+        call = f"{name} `{what}`" if what else name
+        if by == "headless":
+            self.complain(f"{call} was not run: it needs approval, and nobody can answer here; allow it with "
+                          "--auto-approve or a rule in .anvil/config.toml ([permissions] allow).")
+        else:
+            self.complain(f"{call} was not run: refused by {by}.")
+
+    def finish(self, run: _Run, session: SessionFacade, task: dict[str, Any] | None = None) -> int:
         ended = run.ended
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
         if ended.reason == "dropped":  # the text so far is the answer; how to go on, in -p's terms
-            run.answer = run.answer + "".join(run.streaming) if run.continued else "".join(run.streaming)
+            run.answer = run.answer + run.partial if run.continued else run.partial
             line = describe(ended, go_on=CONTINUE_HEADLESS)
             if line is not None:
                 self.complain(line.text)
+        if ended.reason == "interrupted" and run.partial:
+            run.answer += run.partial  # what streamed before the interrupt is the answer there is
+        if ended.reason == "interrupted" and self.format == "text":
+            self.complain(f"interrupted: the answer {'below is incomplete' if run.answer else 'was not finished'}; "
+                          "`anvil -c -p \"go on\"` continues the session.")
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
-        text = run.plan if run.plan is not None else run.answer
+        text = run.result
         if self.format == "text" and text:
             self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format in {"json", "stream-json"}:
-            self._json(result_object(session, run))
+            self._json(result_object(session, run, task))
         self.out.flush()
-        return EXIT_CODES.get(ended.reason, EXIT_ERROR)
+        if task is not None and task["status"] == "failed":  # verification still failing counts as an error
+            return EXIT_ERROR
+        code = EXIT_CODES.get(ended.reason, EXIT_ERROR)
+        job_unfinished = run.job is not None and (run.finished is None or run.finished.status != "complete")
+        return EXIT_ERROR if code == EXIT_OK and job_unfinished else code  # a job that stopped short is no success
 
     def _json(self, data: dict[str, Any]) -> None:
         self.out.write(self.masker.mask_json(json.dumps(data, ensure_ascii=False)) + "\n")
@@ -136,9 +181,12 @@ class _Output:
 
 async def run_headless(runtime: Runtime, prompt: str | None, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None, *, input_format: str = "text",
-                       stdin: TextIO | None = None) -> int:
+                       stdin: TextIO | None = None, job: JobLaunch | None = None,
+                       task: TaskLaunch | None = None) -> int:
     """One turn for ``prompt``; with ``input_format="stream-json"``, a turn for every user message on ``stdin``
-    (after ``prompt``, when there is one)."""
+    (after ``prompt``, when there is one). With ``job``, a workflow job: a new one for its instructions (or the
+    prompt), or, resumed, the job the runtime was opened on, with the prompt as guidance. With ``task``, the
+    task's run (exit 4 when it ends blocked)."""
     session = SessionFacade(runtime)
     output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
     output.started(session)
@@ -158,12 +206,29 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
                 return await _conversation(session, prompt, output, stdin or sys.stdin)
         finally:
             await session.close()
+    task_turn = TaskTurn(session, task, blocking=True) if task is not None else None
+    try:
+        stream = _job_stream(session, job, prompt or "")
+    except JobError as exc:
+        output.complain(str(exc))
+        await session.close()
+        return EXIT_ERROR
     try:
         with _interrupt_on_sigint(session):
-            run = await _turn(session, prompt or "", output)
+            run = await _turn(session, prompt or "", output, task_turn.events() if task_turn else stream)
     finally:
         await session.close()
-    return output.finish(run, session)
+    return output.finish(run, session, task_turn.result if task_turn else None)
+
+
+def _job_stream(session: SessionFacade, job: JobLaunch | None, prompt: str) -> AsyncIterator[Event] | None:
+    """A new job's run (its instructions: the file's, then the prompt with its @files attached); None for a plain
+    turn, or a resumed job's (the runtime has it: the prompt is guidance). Raises JobError."""
+    if job is None or job.resume:
+        return None
+    instructions = "\n\n".join(part for part in (job.instructions or "",
+                                                 prepare_prompt(prompt, session.root).text) if part.strip())
+    return session.start_job(job.workflow, instructions)
 
 
 async def _conversation(session: SessionFacade, prompt: str | None, output: _Output, stdin: TextIO) -> int:
@@ -236,26 +301,31 @@ def user_message(line: str) -> tuple[str | None, str | None]:
     return None, 'the message has no content: {"message": {"role": "user", "content": "..."}}'
 
 
-async def _turn(session: SessionFacade, prompt: str, output: _Output) -> _Run:
+async def _turn(session: SessionFacade, prompt: str, output: _Output,
+                stream: AsyncIterator[Event] | None = None) -> _Run:
     run = _Run()
-    async for event in prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
+    async for event in stream or prompt_turn(session, prepare_prompt(prompt, session.root)):  # @file, @server:uri
         if isinstance(event, ApprovalRequested):  # nobody to ask: denied, and the model is told how to get it
-            event.answer(headless_denial(event.reasons))
+            event.answer(headless_denial(event.reasons, event.person_only))
         output.event(event)
         match event:
             case PlanProposed(future=None, plan=plan):
                 run.plan = plan
             case TextDelta(text=text):
-                run.streaming.append(text)
+                run.partial += text
             case AssistantMessage(text=text, continues=continues):
                 run.answer = run.answer + text if run.continued else text
-                run.continued = continues
-                run.streaming.clear()
+                run.continued, run.partial = continues, ""
             case ToolCallStarted(call_id=call_id, name=name, args=args):
                 run.calls[call_id] = (name, args)
             case ApprovalAnswered(allow=False, by=by) if by != "interrupt":
                 name, args = run.calls.get(event.call_id, (event.tool, {}))
                 run.denials.append({"tool_name": name, "tool_use_id": event.call_id, "tool_input": args, "by": by})
+                output.denied(name, args, by)
+            case PhaseStarted():
+                run.job = event
+            case JobFinished():
+                run.finished = event
             case TurnEnded():
                 run.ended = event
     return run
@@ -283,9 +353,10 @@ def _interrupt_on_sigint(session: SessionFacade) -> Iterator[None]:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
+def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None = None) -> dict[str, Any]:
     """How a turn ended, in anvil's field names and Claude Code's: ``turns``/``num_turns``, ``cost``/
-    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's."""
+    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's.
+    ``verification``: the turn's checks and who fixed what; ``task``: a task run's status, question and plan."""
     ended = run.ended
     assert ended is not None, "a turn always ends with turn_ended"
     usage = session.usage()
@@ -293,7 +364,7 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
     result: dict[str, Any] = {
         "type": "result",
         "subtype": SUBTYPES.get(ended.reason, "error_during_execution"),
-        "result": run.plan if run.plan is not None else run.answer,
+        "result": run.result,
         "session_id": session.id,
         "is_error": ended.reason != "done",
         "stop_reason": ended.reason,
@@ -309,10 +380,18 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
         "cost": cost,
         "total_cost_usd": cost,
         "permission_denials": run.denials,
+        "verification": session.verification(),
     }
+    if task is not None:
+        result["task"] = task
     if run.plan is not None:
         result.update(plan=run.plan, stop_reason="plan")
+    if run.job is not None:
+        job = run.job
+        result["job"] = {"workflow": job.workflow, "job_id": job.job_id, "job_dir": job.job_dir, "phase": job.phase,
+                         "kind": job.kind, "status": run.finished.status if run.finished else "paused",
+                         "summary": run.finished.summary if run.finished else ""}
     return result
 
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]
+__all__ = ["EXIT_BLOCKED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]

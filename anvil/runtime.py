@@ -26,6 +26,7 @@ from anvil.config import (
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop.agent import Agent
+from anvil.core.loop.autofix import DEFAULT_FIXERS
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
@@ -33,6 +34,7 @@ from anvil.core.model.litellm_model import LiteLLMModel, settle_model_calls
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
+from anvil.core.policy.script_refs import referenced_files
 from anvil.core.private_files import tighten_tree
 from anvil.core.prompts import build_system_prompt
 from anvil.core.sandbox.places import Places, SandboxSettings
@@ -50,7 +52,12 @@ from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.shell.processes import ShellSession
 from anvil.core.tools.web.web_tools import web_tools
-from anvil.trust import ignored_notice
+from anvil.core.workflows.base import JobError, Workflow
+from anvil.core.workflows.jobfiles import new_job_id
+from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
+from anvil.core.workflows.phased.logic import Limits
+from anvil.core.workflows.phased.workflow import PhasedSettings
+from anvil.trust import configured_commands, ignored_notice
 
 
 @dataclass
@@ -94,6 +101,25 @@ class Runtime:
                 await self.mcp.wait_started(wait_for_mcp)
                 self.mcp.sync_registry(self.agent.tools)
         return notices
+
+    def jobs_dir(self) -> Path:
+        """Where this project's jobs keep their files (``[workflows] jobs_dir``); JobError when it may not."""
+        return jobs_dir(self.settings, self.root)
+
+    def start_job(self, name: str, instructions: str) -> Workflow:
+        """A new job of workflow ``name`` for ``instructions``, attached to this session; JobError if it cannot be."""
+        kind = WORKFLOWS.get(name)
+        if kind is None:
+            raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
+        if not instructions.strip():
+            raise JobError("A job needs instructions: say what the job is for (or give --instructions FILE).")
+        if self.agent.workflow is not None:
+            raise JobError(f"This session works on job {self.agent.workflow.job_id} already: /workflow stop ends it, "
+                           "or start the new job in a new session.")
+        directory = job_directory(self.jobs_dir(), new_job_id())
+        workflow = kind.start(self.root, directory, instructions, workflow_settings(self.settings, name))
+        self.agent.attach_workflow(workflow)
+        return workflow
 
     async def switch_model(self, name: str) -> str | None:
         """Use model ``name`` from the next call on (both front ends' /model). Returns what its preflight
@@ -156,6 +182,17 @@ def build_model(settings: Settings) -> Model:
                         max_output_tokens=settings.max_output_tokens, retry_output_tokens=settings.retry_output_tokens)
 
 
+def fixers(autofix: bool | dict[str, list[str]]) -> dict[str, tuple[str, ...]] | None:
+    """The automatic fixers from the ``autofix`` setting: none, the defaults, or the defaults with the
+    languages the table names replaced (an empty list turns a language's off)."""
+    if autofix is False:
+        return None
+    table = dict(DEFAULT_FIXERS)
+    if isinstance(autofix, dict):
+        table.update({key: tuple(commands) for key, commands in autofix.items()})
+    return {key: commands for key, commands in table.items() if commands}
+
+
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
     limits = settings.commands
@@ -166,20 +203,40 @@ def tool_settings(settings: Settings, root: Path) -> ToolSettings:
                         background_timeout=limits.background_timeout)
 
 
+def outside_scripts(settings: Settings, root: Path, *, sandboxed: bool) -> list[Path]:
+    """The project files that run outside the sandbox without asking: those hooks and MCP servers run, and, when
+    commands are not sandboxed, those lint, verify and test_command run (:mod:`anvil.core.policy.script_refs`).
+    The file tools ask before writing them and the sandbox keeps them read-only."""
+    servers = {name: server.model_dump() for name, server in settings.mcp_servers.items()}
+    tables: dict[str, Any] = {"hooks": settings.hooks.model_dump(), "mcp_servers": servers}
+    if not sandboxed:
+        tables.update(lint=dict(settings.lint), verify=list(settings.verify), test_command=settings.test_command)
+    found: list[Path] = []
+    for command, cwd in configured_commands(tables):
+        found += [path for path in referenced_files(command, root, cwd) if path not in found]
+    return found
+
+
 def build_sandbox(settings: Settings, root: Path, allowed_dirs: list[Path], session_id: str) -> Sandbox:
     """The OS sandbox for the session's commands, from ``[sandbox]``."""
     config = settings.sandbox
     hosts = tuple(config.network) if isinstance(config.network, list) else ()
     sandbox_settings = SandboxSettings(
         mode=config.mode, network=config.network is True, hosts=hosts, writable_caches=config.writable_caches,
+        max_processes=config.max_processes,
         writable=tuple((root / Path(p).expanduser()).resolve() for p in config.writable))
-    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir())
+    places = Places(root, tuple(allowed_dirs), config_dir=user_config_dir(), data_dir=data_dir(),
+                    scripts=tuple(outside_scripts(settings, root, sandboxed=True)))
     return Sandbox(sandbox_settings, places, session_id=session_id)
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, continue_latest: bool = False,
-                 model: Model | None = None, interactive: bool = True) -> Runtime:
-    """Raises SessionError / ModelError with a message for the person when something is wrong."""
+                 model: Model | None = None, interactive: bool = True,
+                 resume_job: tuple[str, str] | None = None) -> Runtime:
+    """Raises SessionError / ModelError / JobError with a message for the person when something is wrong.
+
+    ``resume_job`` (workflow, job id) goes on with that job: in the session that worked on it last, when it is
+    still there, else in a new one."""
     root = root.resolve()
     tighten_tree(data_dir())  # 0700/0600, also for what an older anvil wrote; cheap after the first start
     masker = secret_masker(settings)
@@ -187,6 +244,9 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     warnings: list[str] = settings.import_notes  # what .claude/settings.json or .mcp.json could not give
     state: SessionState | None = None
     session: Session | None = None
+    job = open_job(settings, root, *resume_job) if resume_job is not None else None
+    if job is not None:
+        resume = _job_session(store, job, warnings)
     if resume:
         session = store.open(resume)
     elif continue_latest:
@@ -202,6 +262,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     checkpoints = FileCheckpointStore(data_dir() / "checkpoints" / store.dir.name / session.id)
     tools_settings = tool_settings(settings, root)
     sandbox = build_sandbox(settings, root, tools_settings.allowed_dirs, session.id)
+    tools_settings.outside_scripts = outside_scripts(settings, root, sandboxed=sandbox.active)
     if notice := sandbox.status.notice():
         warnings.append(notice)
     ctx = ToolContext(root=root, data_dir=data_dir(), session_id=session.id, settings=tools_settings,
@@ -229,7 +290,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
-                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model)
+                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model,
+                  autofix=fixers(settings.autofix))
     agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
@@ -244,8 +306,76 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if state is not None:
         agent.turn = state.turns
         agent.usage.restore({**vars(state), "cost": state.total_cost})
+        # The gauge starts from the last measure the session recorded, marked estimated until the next call.
+        agent.context.used, agent.context.estimated = state.context_used, True
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
+    if job is None and state is not None and state.workflow:
+        job = _session_job(settings, root, state.workflow, warnings)
+    if job is not None:
+        agent.attach_workflow(job)
     return runtime
+
+
+def jobs_dir(settings: Settings, root: Path) -> Path:
+    return jobs_root(root.resolve(), settings.workflows.jobs_dir, [user_config_dir()], data_dir())
+
+
+def workflow_settings(settings: Settings, name: str) -> Any:
+    """Workflow ``name``'s settings (``[workflows.NAME]``) as the plain values the core takes."""
+    return {"phased": _phased_settings}[name](settings)
+
+
+def _phased_settings(settings: Settings) -> PhasedSettings:
+    phased = settings.workflows.phased
+    return PhasedSettings(
+        tuple(phased.strategic_tools) if phased.strategic_tools is not None else None,
+        tuple(phased.tactical_tools) if phased.tactical_tools is not None else None,
+        Limits(phased.min_todos, phased.max_todos, phased.max_phases or None, phased.max_iterations or None,
+               phased.max_cost or None))
+
+
+def open_job(settings: Settings, root: Path, name: str, job_id: str) -> Workflow:
+    """Job ``job_id`` of workflow ``name``, to go on with; JobError when there is none or it is complete."""
+    kind = WORKFLOWS.get(name)
+    if kind is None:
+        raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
+    workflow = kind.open(root.resolve(), job_directory(jobs_dir(settings, root), job_id),
+                         workflow_settings(settings, name))
+    status = workflow.status()
+    if status.status == "complete":
+        raise JobError(f"Job {job_id} is complete; its files are in {status.job_dir}. Start a new job for more work.")
+    return workflow
+
+
+def _job_session(store: SessionStore, job: Workflow, warnings: list[str]) -> str | None:
+    """The session that worked on ``job`` last, to resume its conversation; None (a new one) when it is gone."""
+    session_id = job.status().session_id
+    if session_id and (store.dir / f"{session_id}.jsonl").is_file():
+        return session_id
+    if session_id:
+        warnings.append(f"The session that worked on job {job.job_id} last ({session_id}) is gone; the job goes on "
+                        "in a new one, from its files.")
+    return None
+
+
+def _session_job(settings: Settings, root: Path, record: dict[str, Any], warnings: list[str]) -> Workflow | None:
+    """The job a resumed session worked on, attached again; None (and why) when it cannot be."""
+    name, job_dir = str(record.get("workflow", "")), Path(str(record.get("job_dir", "")))
+    kind = WORKFLOWS.get(name)
+    try:
+        if kind is None:
+            raise JobError(f"this anvil has no workflow called {name!r}")
+        workflow = kind.open(root.resolve(), job_dir, workflow_settings(settings, name))
+    except JobError as exc:
+        warnings.append(f"This session worked on a job that cannot go on ({exc}); it continues as a plain "
+                        "conversation.")
+        return None
+    status = workflow.status()
+    if status.status == "complete":
+        return None
+    warnings.append(f"This session works on job {status.job_id} ({status.label}, {status.status}): your next message "
+                    "goes on with it, as guidance. /workflow shows it; /workflow stop ends it.")
+    return workflow
 
 
 class _TrustKeepingPolicy(ApprovalPolicy):

@@ -4,10 +4,12 @@ A cloned repository's ``.anvil/`` can hold settings that run programs (hooks, li
 data elsewhere (an ``api_base`` that would receive the person's API key) or let the model do more without
 asking (auto-approve, allow rules, allowed_dirs). Those apply only once the person trusts that folder with
 exactly that content; the rest of the project's configuration (model, theme, limits, deny rules) applies at
-once. :data:`RISKY_SETTINGS` is the one table of risky settings, a row each; :func:`split_layer` cuts a config
-file's table into its harmless and risky parts, and :func:`assess` describes the risky part for the question
-and compares its digest with what the person trusted. Reading the files is the settings layer's job
-(:mod:`anvil.config`); the core never learns about trust.
+once. The content includes the project files those settings run (``sh scripts/setup.sh`` in a hook: the text of
+``scripts/setup.sh``, found by :mod:`anvil.core.policy.script_refs`), so a change to one is asked about again,
+naming the file. :data:`RISKY_SETTINGS` is the one table of risky settings, a row each; :func:`split_layer`
+cuts a config file's table into its harmless and risky parts, and :func:`assess` describes the risky part for
+the question and compares its digest with what the person trusted. Reading the files is the settings layer's
+job (:mod:`anvil.config`); the core never learns about trust.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from anvil.core.policy.script_refs import referenced_files
 from anvil.core.private_files import private_dir
 
 Split = Callable[[Any], tuple[Any, Any]]
@@ -117,6 +120,8 @@ RISKY_SETTINGS: tuple[RiskySetting, ...] = (
     RiskySetting("lint", lambda v: [f"after edits to {kind} files, runs {_code(c)}" for kind, c in v.items()]),
     RiskySetting("verify", lambda v: [f"runs {_code(c)} after each turn that changes files" for c in v]),
     RiskySetting("test_command", lambda v: [f"run_tests runs {_code(v)}"]),
+    RiskySetting("autofix", lambda v: [f"when verification fails, runs {_code(c)} on {kind} files" for kind, cs in
+                                       v.items() for c in cs], _risky_if(lambda v: isinstance(v, dict))),
     RiskySetting("mcp_servers", _mcp_servers),
     RiskySetting("api_base", lambda v: [f"model requests, with your API key, go to {v}"]),
     RiskySetting("auto_approve", lambda v: ["every tool call runs without asking"],
@@ -185,6 +190,10 @@ class ProjectTrust:
     remembered: bool = False
     #: the person trusted this folder before, with other content
     changed: bool = False
+    #: the project files its settings run, by path relative to the root: their sha256
+    scripts: dict[str, str] = field(default_factory=dict)
+    #: of those, the ones that changed (or appeared, or went) since the person trusted the folder
+    changed_files: tuple[str, ...] = ()
 
     @property
     def trusted(self) -> bool:
@@ -230,9 +239,18 @@ class TrustStore:
         record = self.folders().get(str(root.resolve()))
         return record.get("digest") if record else None
 
-    def remember(self, root: Path, digest: str) -> None:
+    def scripts(self, root: Path) -> dict[str, str] | None:
+        """The scripts' hashes as the person trusted them (None: not recorded)."""
+        record = self.folders().get(str(root.resolve()))
+        scripts = record.get("scripts") if record else None
+        return scripts if isinstance(scripts, dict) else None
+
+    def remember(self, root: Path, digest: str, scripts: dict[str, str] | None = None) -> None:
         folders = self.folders()
-        folders[str(root.resolve())] = {"digest": digest, "trusted_at": int(time.time())}
+        record: dict[str, Any] = {"digest": digest, "trusted_at": int(time.time())}
+        if scripts:
+            record["scripts"] = scripts
+        folders[str(root.resolve())] = record
         self._write(folders)
 
     def forget(self, root: Path) -> bool:
@@ -265,18 +283,61 @@ def assess(root: Path, risky_config: dict[str, Any], saved_allow: list[str], age
                         "commands") for file in agents]
     for file, settings in (imported or {}).items():
         items += [RiskyItem(file, item.text) for item in describe(settings)]
+    scripts = script_hashes(root, [risky_config, *(imported or {}).values()])
+    items += [RiskyItem(path, "a script the commands above run, as it is now (anvil asks again if it changes)")
+              for path in scripts]
     content: dict[str, Any] = {"config": risky_config, "permissions.toml": saved_allow, "agents": agents}
     if imported:  # only when there is some, so the digests of folders trusted before stay the same
         content["imported"] = imported
+    if scripts:
+        content["scripts"] = scripts
     digest = digest_of(content)
     known = store.digest(root)
-    return ProjectTrust(root, tuple(items), digest, remembered=known == digest,
-                        changed=known is not None and known != digest)
+    changed = known is not None and known != digest
+    before = store.scripts(root) or {}
+    changed_files = tuple(sorted(p for p in {*before, *scripts} if before.get(p) != scripts.get(p))) if changed else ()
+    return ProjectTrust(root, tuple(items), digest, remembered=known == digest, changed=changed, scripts=scripts,
+                        changed_files=changed_files)
+
+
+def script_hashes(root: Path, configs: list[dict[str, Any]]) -> dict[str, str]:
+    """The project files the commands in these settings run (hooks, MCP servers, lint, verify, test_command), by
+    path relative to ``root``, with the sha256 of their content."""
+    root = root.resolve()
+    found: dict[str, str] = {}
+    for config in configs:
+        for command, cwd in configured_commands(config):
+            for path in referenced_files(command, root, cwd):
+                with contextlib.suppress(OSError):
+                    found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return dict(sorted(found.items()))
+
+
+def configured_commands(config: dict[str, Any]) -> Iterator[tuple[str | list[str], Path | None]]:
+    """Every command line a config table runs, with the directory it runs in (None: the project's root).
+    Values of the wrong shape are skipped: the settings layer reports them."""
+    hooks, servers = config.get("hooks"), config.get("mcp_servers")
+    for entries in hooks.values() if isinstance(hooks, dict) else ():
+        for hook in entries if isinstance(entries, list) else ():
+            if isinstance(hook, dict) and isinstance(hook.get("command"), str):
+                yield hook["command"], None
+    for server in servers.values() if isinstance(servers, dict) else ():
+        if isinstance(server, dict) and isinstance(server.get("command"), str) and server.get("enabled") is not False:
+            args = [str(a) for a in server.get("args") or [] if isinstance(a, str | int | float)]
+            cwd = server.get("cwd")
+            yield [server["command"], *args], Path(cwd) if isinstance(cwd, str) else None
+    lint, verify, test = config.get("lint"), config.get("verify"), config.get("test_command")
+    yield from ((c, None) for c in (lint.values() if isinstance(lint, dict) else ()) if isinstance(c, str))
+    yield from ((c, None) for c in (verify if isinstance(verify, list) else ()) if isinstance(c, str))
+    if isinstance(test, str):
+        yield test, None
 
 
 def ignored_notice(check: ProjectTrust, trusted_at_start: bool) -> str:
     """The one line every front end shows when the project's risky settings did not apply."""
     names = ", ".join(check.sources)
+    if check.changed_files:
+        names += f" ({', '.join(check.changed_files)} changed since you trusted it)"
     if trusted_at_start:
         return (f"This folder's configuration changed since anvil started ({names}): the rules in "
                 ".anvil/permissions.toml and the agents in .anvil/agents/ are ignored until you start anvil "

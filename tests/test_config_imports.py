@@ -47,6 +47,9 @@ def test_trusted_imports_join_anvils_own_settings(project: Path) -> None:
     assert servers["docs"].transport == "http" and servers["docs"].headers == {"Authorization": "Bearer ${DOCS}"}
     assert servers["events"].transport == "sse" and not servers["off"].enabled
     assert "ws" not in servers
+    # a message about a server tells the person which file to fix
+    assert servers["docs"].where("docs") == "'docs' in .mcp.json"
+    assert servers["files"].where("files") == "[mcp_servers.files] in the config"
     assert settings.import_notes == [".mcp.json: skipped server 'ws' has type 'websocket', which anvil does not "
                                      "speak (stdio, http, sse)."]
 

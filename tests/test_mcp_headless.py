@@ -81,3 +81,24 @@ def test_an_image_reaches_a_model_that_takes_images(project: Path, server: Scrip
     assert last["role"] == "user"
     urls = [part["image_url"]["url"] for part in last["content"] if part["type"] == "image_url"]
     assert len(urls) == 1 and urls[0].startswith("data:image/png;base64,iVBORw0KGgo")
+
+
+def test_a_filesystem_like_mcp_tool_never_writes_a_protected_file_unasked(project: Path,
+                                                                        server: ScriptedOpenAIServer) -> None:
+    """Auto-approve and a rule allowing every demo tool: the tool still writes an ordinary file, but a path it names
+    that is protected (git's config here) is refused headless, as anvil's own write_file refuses it."""
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("[core]\n")
+    demo_in_user_config()
+    with user_config_path().open("a") as config:
+        config.write('[permissions]\nallow = ["mcp__demo__*(*)"]\n')
+    server.add(call("mcp__demo__write_file", path="notes.txt", content="fine\n"),
+               call("mcp__demo__write_file", path=".git/config", content="[core]\n\tfsmonitor = evil\n"),
+               {"text": "done"})
+    result = run_anvil(project, server, "write", "--auto-approve")
+    assert result.returncode == 0, result.stderr
+    assert (project / "notes.txt").read_text() == "fine\n"
+    assert (project / ".git" / "config").read_text() == "[core]\n"
+    refusal = server.requests[-1]["messages"][-1]["content"]
+    assert "git's own files: .git/config" in refusal and "mcp__demo__write_file(path:.git/config)" in refusal
+    assert "Refused a mcp__demo__write_file call" in result.stderr

@@ -70,8 +70,10 @@ def test_untrusted_the_repository_runs_nothing_and_gets_no_key(repo: Path, serve
     assert "deny rule 'echo secret*'" in echo  # the repository's deny rule applies all the same
     assert "CONTENT-FROM-OUTSIDE" not in read  # allowed_dirs = ["/"] did not apply
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "not trusted" in lines[0] and "--trust" in lines[0]
+    assert "not trusted" in lines[0] and "--trust" in lines[0]
     assert all(name in lines[0] for name in RISKY_SOURCES)
+    # then one line for each call that was not run (text output says so on stderr), nothing else
+    assert len(lines) == 4 and all(" was not run: " in line for line in lines[1:])
 
 
 def test_with_trust_the_repository_settings_apply(repo: Path, server: ScriptedOpenAIServer,
@@ -121,3 +123,37 @@ def test_anvil_trust_on_a_folder_with_nothing_to_trust(project: Path) -> None:
     missing = subprocess.run(anvil_command("trust", str(project / "nope")), capture_output=True, text=True,
                              timeout=60)
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
+
+
+def test_a_trusted_hook_script_cannot_be_changed_behind_the_persons_back(project: Path,
+                                                                         server: ScriptedOpenAIServer) -> None:
+    """The audit's escape: a trusted hook runs `sh scripts/setup.sh`, outside the sandbox. With auto-approve, the
+    model tries the file tools, a shell redirection and a write the policy cannot see; none changes the script.
+    When it changes anyway (a pull, the person), the next start does not run it, and says which file changed."""
+    user_config_path().parent.mkdir(parents=True)
+    user_config_path().write_text(f'model = "openai/scripted"\napi_base = "{server.url}"\nmax_retries = 0\n')
+    (project / ".anvil").mkdir()
+    (project / ".anvil" / "config.toml").write_text('[[hooks.session_start]]\ncommand = "sh scripts/setup.sh"\n')
+    script = project / "scripts" / "setup.sh"
+    script.parent.mkdir()
+    script.write_text("touch setup-ran\n")
+    listed = subprocess.run(anvil_command("trust"), cwd=project, capture_output=True, text=True, timeout=60)
+    assert "scripts/setup.sh: a script the commands above run" in listed.stdout, listed.stdout
+    server.add(call("read_file", path="scripts/setup.sh"),
+               call("write_file", path="scripts/setup.sh", content="touch pwned\n"),
+               call("run_command", command="echo 'touch pwned' >> scripts/setup.sh"),
+               call("run_command", command="python3 -c \"open('scripts/setup.sh', 'a').write('touch pwned')\""),
+               {"text": "done"})
+    result = anvil(project, "--auto-approve")
+    assert result.returncode == 0, result.stderr
+    assert (project / "setup-ran").exists() and script.read_text() == "touch setup-ran\n"
+    _, write, redirect, hidden = tool_outputs(server)
+    assert "a script anvil runs outside the sandbox: scripts/setup.sh" in write
+    assert "a script anvil runs outside the sandbox" in redirect
+    assert "Blocked by the sandbox" in hidden and "outside the sandbox" in hidden
+    (project / "setup-ran").unlink()
+    script.write_text("touch changed-ran\n")
+    server.add({"text": "again"})
+    again = anvil(project)
+    assert not (project / "changed-ran").exists() and not (project / "setup-ran").exists()
+    assert "not trusted" in again.stderr and "scripts/setup.sh changed since you trusted it" in again.stderr

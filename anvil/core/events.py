@@ -13,9 +13,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+#: why a turn ended; "blocked": a task run cannot go on without the person's answer (see :class:`BlockerRaised`);
 #: "dropped": the connection to the provider dropped in the middle of a reply; the text so far is kept, and the
 #: person can have the model go on from there
-TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "dropped"]
+TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "blocked", "dropped"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ class ApprovalDecision:
     """The answer to an approval request.
 
     ``remember`` is a scope ("session", "project", "user") when the person chose "always allow" (or, with
-    ``allow`` false, "always deny"); ``pattern`` is then the rule saved.
+    ``allow`` false, "always deny"); ``pattern`` is then the rule saved, and ``patterns`` every rule saved when
+    there are several (one per part of a compound command).
     """
 
     allow: bool
@@ -120,6 +122,14 @@ class ApprovalDecision:
     remember: str | None = None
     pattern: str | None = None
     by: str = "user"
+    patterns: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every rule this answer saves (none unless ``remember``)."""
+        if not self.remember:
+            return ()
+        return self.patterns or ((self.pattern,) if self.pattern else ())
 
 
 #: The answer to an approval request nobody can give: ``anvil -p``, and a sub-agent's request in such a run.
@@ -129,12 +139,20 @@ HEADLESS_DENIAL = ApprovalDecision(False, (
     "--auto-approve or with an allow rule ([permissions] allow = [...] in .anvil/config.toml)."), by="headless")
 
 
-def headless_denial(reasons: tuple[str, ...] = ()) -> ApprovalDecision:
-    """:data:`HEADLESS_DENIAL`, saying why the call needed approval when the policy gave reasons."""
+#: The same, for what only the person may approve (a protected file): no flag or broad rule stands in for them.
+PERSON_ONLY_DENIAL = ApprovalDecision(False, (
+    "Not run: this needs the person's own approval, and nobody can answer here (a headless, non-interactive run); "
+    "--auto-approve and broad rules do not cover it. Do without it, or tell the person what you wanted to do and "
+    "why: they can do it themselves, or allow exactly this with a rule that names the file."), by="headless")
+
+
+def headless_denial(reasons: tuple[str, ...] = (), person_only: bool = False) -> ApprovalDecision:
+    """:data:`HEADLESS_DENIAL` (:data:`PERSON_ONLY_DENIAL` for what only the person may approve), saying why the
+    call needed approval when the policy gave reasons."""
+    denial = PERSON_ONLY_DENIAL if person_only else HEADLESS_DENIAL
     if not reasons:
-        return HEADLESS_DENIAL
-    return dataclasses.replace(HEADLESS_DENIAL, message=f"{HEADLESS_DENIAL.message} Why it needs approval: "
-                                                        f"{'; '.join(reasons)}.")
+        return denial
+    return dataclasses.replace(denial, message=f"{denial.message} Why it needs approval: {'; '.join(reasons)}.")
 
 
 @dataclass(frozen=True)
@@ -148,7 +166,7 @@ class ApprovalRequested(Event):
     reasons: tuple[str, ...] = ()
     suggested_pattern: str | None = None
     diff: str | None = None
-    #: for a command-running tool: the shell command it would run, as the policy evaluated it
+    #: for a command-running tool (and run_tests): the shell command it would run, as the policy evaluated it
     command: str | None = None
     #: for a command: the directory the policy evaluated it in, where it would run (the shell's, after a cd)
     cwd: str | None = None
@@ -158,6 +176,9 @@ class ApprovalRequested(Event):
     no_rule_reason: str = ""
     #: only the person may answer, once (a protected path, a command leaving the sandbox): offer no "always"
     person_only: bool = False
+    #: every rule "always allow" saves, each shown before it is saved: one per part of a compound command no
+    #: rule covers (``suggested_pattern`` is the first)
+    suggested_patterns: tuple[str, ...] = ()
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )
@@ -182,6 +203,8 @@ class ApprovalAnswered(Event):
     by: str
     message: str = ""
     rule: str | None = None
+    #: every rule saved with this answer ("always allow" on a compound command saves one per part)
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,6 +244,63 @@ class TodoItem:
 class TodosChanged(Event):
     type: ClassVar[str] = "todos_changed"
     todos: tuple[TodoItem, ...]
+
+
+@dataclass(frozen=True)
+class PhaseStarted(Event):
+    """A workflow's job entered a phase (or came back to it: ``resumed``). ``detail`` says what the transition
+    did ("6 todos loaded from todos.yaml"); ``todos`` are the phase's, as the sidebar shows them."""
+
+    type: ClassVar[str] = "phase_started"
+    workflow: str
+    job_id: str
+    #: the job's directory as the person types it (relative to the project when inside)
+    job_dir: str
+    phase: int
+    kind: str
+    title: str = ""
+    todos: tuple[TodoItem, ...] = ()
+    detail: str = ""
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class PhaseEnded(Event):
+    """A phase's work is done; ``archived`` names the file its todos were kept in ("" when none)."""
+
+    type: ClassVar[str] = "phase_ended"
+    workflow: str
+    job_id: str
+    phase: int
+    kind: str
+    archived: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TransitionRejected(Event):
+    """The workflow refused to leave the phase; the model reads ``reason`` and stays in it."""
+
+    type: ClassVar[str] = "transition_rejected"
+    workflow: str
+    job_id: str
+    phase: int
+    kind: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class JobFinished(Event):
+    """A workflow's job ended: ``status`` complete (the model said so), budget (a limit was reached) or stopped
+    (by the person); ``summary`` is the model's summary or the reason."""
+
+    type: ClassVar[str] = "job_finished"
+    workflow: str
+    job_id: str
+    job_dir: str
+    status: Literal["complete", "budget", "stopped"]
+    phases: int
+    summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -339,3 +419,40 @@ class PlanProposed(Event):
     def answer(self, decision: PlanDecision) -> None:
         if self.future is not None and not self.future.done():
             self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, decision)
+
+
+@dataclass(frozen=True)
+class BlockerRaised(Event):
+    """A task run cannot go on without the person: the turn ends ``blocked`` and the task waits for an answer.
+
+    ``source`` says how it was noticed: ``ask_user`` (the model asked, and nobody can answer in this run),
+    ``stated`` (the model said it cannot go on), ``escalation`` (a threshold: the same error 3 times, the
+    same file failing 3 edits, more than 5 failures in the turn) or ``stuck`` (a loop guard)."""
+
+    type: ClassVar[str] = "blocker"
+    question: str
+    source: str
+    #: what the model was looking at: its last words, or the last error
+    context: str = ""
+    #: the calls of the turn, last ones first cut: ``edit_file app.py: failed (No match …)``
+    tried: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AutofixApplied(Event):
+    """The automatic fixers (``ruff check --fix``, ``ruff format`` …) changed files after a failed verification,
+    before the failures went back to the model."""
+
+    type: ClassVar[str] = "autofix"
+    commands: tuple[str, ...]
+    files: tuple[str, ...]
+    diff: str
+
+
+@dataclass(frozen=True)
+class IntentPreview(Event):
+    """A complex task's outline (files, module boundaries, order), written by the model before its first change;
+    shown to the person as the plan, not enforced."""
+
+    type: ClassVar[str] = "intent_preview"
+    outline: str

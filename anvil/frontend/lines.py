@@ -18,16 +18,21 @@ from anvil.core.events import (
     CompactionStarted,
     ErrorEvent,
     Event,
+    IntentPreview,
+    JobFinished,
     Notice,
+    PhaseEnded,
+    PhaseStarted,
     Retrying,
     TodoItem,
     ToolProgress,
+    TransitionRejected,
     TurnEnded,
 )
 from anvil.frontend.prompt import CONTINUE_KEYS
 
-#: how a line is shown: the TUI's entry colours, the plain REPL's glyphs
-LineKind = Literal["error", "retry", "compaction", "notice", "interrupted"]
+#: how a line is shown: the TUI's entry colours, the plain REPL's glyphs ("phase": a workflow job's phases)
+LineKind = Literal["error", "retry", "compaction", "notice", "interrupted", "phase"]
 TODO_MARKS = {"pending": "☐", "in_progress": "◐", "completed": "☑", "cancelled": "☒"}
 _COMPACTED_HOW = {1: " (old tool results shortened)", 2: " (older messages summarised)"}
 
@@ -42,8 +47,8 @@ def describe(event: Event, *, go_on: str = CONTINUE_KEYS) -> Line | None:
     """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest.
     ``go_on``: how the person has the model go on after a dropped connection, in this front end's terms."""
     match event:
-        case ErrorEvent(message=message, retryable=retryable):
-            return Line("error", message + (" (a passing problem; try again)" if retryable else ""))
+        case ErrorEvent(message=message):
+            return Line("error", message)
         case Retrying():
             return Line("retry", retrying_text(event))
         case CompactionStarted(tokens_before=before, reason=reason):
@@ -55,13 +60,52 @@ def describe(event: Event, *, go_on: str = CONTINUE_KEYS) -> Line | None:
             return Line("compaction", f"Compacted: {before:,} → {after:,} tokens{_COMPACTED_HOW.get(tier, '')}.{note}")
         case Notice(message=message):
             return Line("notice", message)
+        case PhaseStarted() | PhaseEnded() | TransitionRejected() | JobFinished():
+            return job_line(event)
         case TurnEnded(reason="interrupted"):
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
         case TurnEnded(reason="dropped", message=message):
             return Line("error", f"{message} {go_on}")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
+        case TurnEnded(reason="blocked", message=message):
+            return Line("error", f"Blocked: {message}")
+        case IntentPreview():
+            return Line("notice", "The outline above is the model's plan for this task (an intent preview; not "
+                                  "enforced).")
     return None
+
+
+def job_line(event: PhaseStarted | PhaseEnded | TransitionRejected | JobFinished) -> Line:
+    """A workflow job's phases, in one line each: a phase begins (the TUI draws it as a divider), ends, cannot end
+    yet; the job ends."""
+    match event:
+        case PhaseStarted():
+            return Line("phase", phase_started_text(event))
+        case PhaseEnded(phase=phase, kind=kind, detail=detail):
+            return Line("phase", f"Phase {phase} ({kind}) done" + (f": {detail}." if detail else "."))
+        case TransitionRejected(phase=phase, reason=reason):
+            return Line("notice", f"Phase {phase} cannot end yet: {reason}")
+        case JobFinished(status="complete", job_id=job_id, phases=phases, summary=summary, job_dir=job_dir):
+            return Line("phase", f"Job {job_id} complete after {phases} phases ({job_dir}/): {short(summary, 300)}")
+    return Line("error", f"Job {event.job_id} stopped after {event.phases} phases: {event.summary}")
+
+
+def phase_label(phase: int, kind: str) -> str:
+    """``phase 3 · tactical``: the status bar's and the toolbar's words for where a job is."""
+    return f"phase {phase} · {kind}"
+
+
+def phase_started_text(event: PhaseStarted) -> str:
+    done = sum(item.status == "completed" for item in event.todos)
+    title = f": {event.title}" if event.title else ""
+    where = f"Phase {event.phase} · {event.kind}{title}"
+    if event.resumed:
+        return (f"Job {event.job_id} resumed in {where} ({done}/{len(event.todos)} todos done; files in "
+                f"{event.job_dir}/).")
+    if event.phase == 1:
+        return f"Job {event.job_id} started: {where}, {len(event.todos)} todos (files in {event.job_dir}/)."
+    return f"{where}. {event.detail}".rstrip()
 
 
 def thought_text(reasoning: str, *, done: bool = True) -> str:
@@ -80,7 +124,7 @@ def progress_text(event: ToolProgress, label: str | None = None) -> str:
 
 
 def retrying_text(event: Retrying) -> str:
-    return (f"{event.message}; retrying in {event.delay:.1f}s "
+    return (f"{event.message.rstrip('.')}; retrying in {event.delay:.1f}s "
             f"(attempt {event.attempt + 1} of {event.max_attempts})")
 
 
@@ -94,14 +138,21 @@ def answered_text(event: ApprovalAnswered) -> str | None:
     return f"refused by {event.by}" + (f": {short(event.message, 100)}" if event.message else "")
 
 
+#: the scopes of "always allow", in the words the picker, the confirmation and every front end use
+SCOPE_WORDS = {"session": "this session only", "project": "this project", "user": "everywhere"}
+
+
 @dataclass(frozen=True)
 class ScopeChoice:
     """One answer of the "always allow" step: its key, the scope, and where the rule is kept."""
 
     key: str
     scope: str
-    label: str
     file: str | None  # shown as people type it; None: kept in memory (session), or a policy that saves nowhere
+
+    @property
+    def label(self) -> str:
+        return SCOPE_WORDS[self.scope]
 
     @property
     def text(self) -> str:
@@ -113,18 +164,33 @@ class ScopeChoice:
 def scope_choices(request: ApprovalRequested, root: Path) -> list[ScopeChoice]:
     """The scopes "always allow" offers, with the files the policy saves each one to (from the request)."""
     files = {scope: shown_path(path, root) for scope, path in request.rule_files.items()}
-    return [ScopeChoice("s", "session", "this session only", None),
-            ScopeChoice("p", "project", "this project", files.get("project")),
-            ScopeChoice("e", "user", "everywhere", files.get("user"))]
+    return [ScopeChoice("s", "session", None), ScopeChoice("p", "project", files.get("project")),
+            ScopeChoice("e", "user", files.get("user"))]
+
+
+def always_patterns(request: ApprovalRequested) -> tuple[str, ...]:
+    """Every rule "always allow" would save for this request (one per part of a compound command no rule
+    covers), or none when none can be offered (a command no rule can describe)."""
+    if request.suggested_patterns:
+        return request.suggested_patterns
+    if request.suggested_pattern:
+        return (request.suggested_pattern,)
+    return () if request.command is not None else (request.tool,)
+
+
+def rules_text(patterns: tuple[str, ...]) -> str:
+    """The rules as they are shown before and after saving: `a`, `b` and `c`."""
+    quoted = [f"`{p}`" for p in patterns]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
 
 
 def decision_text(decision: ApprovalDecision, request: ApprovalRequested, root: Path) -> str:
-    """The person's answer, said back to them: for "always", the rule and where it is kept."""
-    if decision.allow and decision.remember and decision.pattern:
+    """The person's answer, said back to them: for "always", every rule and where it is kept."""
+    if decision.allow and decision.rules:
         choice = next((c for c in scope_choices(request, root) if c.scope == decision.remember), None)
-        where = f" in {choice.label}" if choice else ""
+        where = f" for {choice.label}" if choice and choice.scope != "user" else " everywhere" if choice else ""
         saved = f" (saved in {choice.file})" if choice and choice.file else ""
-        return f"always allowed: `{decision.pattern}`{where}{saved}"
+        return f"always allowed: {rules_text(decision.rules)}{where}{saved}"
     if decision.allow:
         return "allowed once"
     if decision.by == "interrupt":

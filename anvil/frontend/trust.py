@@ -16,6 +16,7 @@ from typing import TextIO
 
 from anvil.config import ConfigError, project_trust, trust_store
 from anvil.frontend.lines import home_relative
+from anvil.project import find_project_root
 from anvil.trust import ProjectTrust
 
 #: the answers, by key: trust (remembered for this content), or not this time (asked again next time)
@@ -38,7 +39,9 @@ class TrustQuestion:
 def trust_question(check: ProjectTrust) -> TrustQuestion:
     where = home_relative(check.root)
     if check.changed:
-        intro = f"The configuration of {where} changed since you trusted it. Its settings in .anvil/ would now:"
+        files = f" ({', '.join(check.changed_files)} changed)" if check.changed_files else ""
+        intro = (f"The configuration of {where} changed since you trusted it{files}. Its settings in .anvil/ "
+                 "would now:")
     else:
         intro = f"{where} has settings in .anvil/ that run commands or send data:"
     return TrustQuestion(
@@ -54,7 +57,7 @@ def decide(check: ProjectTrust, trusted: bool) -> bool | None:
         return False
     store = trust_store()
     try:
-        store.remember(check.root, check.digest)
+        store.remember(check.root, check.digest, check.scripts)
     except OSError as exc:
         raise ConfigError(f"Cannot remember that you trust {check.root}: {exc}. Check that {store.path.parent} is "
                           "writable, or pass --trust to apply its settings for one run.") from exc
@@ -76,7 +79,8 @@ def trust_command(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.s
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
     if args.list:
         return _list(out)
-    root = Path(args.path).expanduser().resolve()
+    given = Path(args.path).expanduser().resolve()
+    root = find_project_root(given) if given.is_dir() else given  # a subdirectory: the project it belongs to
     if args.forget:
         try:
             forgotten = trust_store().forget(root)
@@ -98,7 +102,7 @@ def trust_command(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.s
     except ConfigError as exc:
         print(f"anvil trust: {exc}", file=err)
         return 1
-    print(f"Trusted {home_relative(root)}. From now on its settings in .anvil/ apply:", file=out)
+    print(f"Trusted {home_relative(root)}. From now on these settings of the project apply:", file=out)
     for item in check.items:
         print(f"  {item}", file=out)
     print("anvil asks again if they change. `anvil trust --forget` undoes this.", file=out)

@@ -9,7 +9,6 @@ pushed from that worker.
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -21,11 +20,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.frontend.commands import command_completions, resumed_text
+from anvil.frontend.commands import command_completions
+from anvil.frontend.keys import CtrlC
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
 from anvil.tui.exiting import Exiting
+from anvil.tui.jobs import job_to_resume, launch_job, waiting_job
+from anvil.tui.opening import restore_gauge, show_opening
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import choose_theme, configured_theme, load_themes, paint_early_theme
 from anvil.tui.status import StatusBar
@@ -38,10 +40,10 @@ if TYPE_CHECKING:
     from anvil.core import events as ev
     from anvil.core.model.protocol import Model
     from anvil.facade import SessionFacade
+    from anvil.frontend.jobs import JobLaunch
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
-DOUBLE_PRESS_SECONDS = 2.0
 STARTUP_DELAY = 0.05
 
 
@@ -50,7 +52,7 @@ class AnvilApp(Exiting):
     TITLE = "anvil"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "ctrl_c", "Clear / quit", priority=True, show=False),
+        Binding("ctrl+c", "ctrl_c", "Interrupt / clear / quit", priority=True, show=False),
         Binding("escape", "interrupt", "Interrupt", show=False),
         Binding("shift+tab", "cycle_mode", "Approval mode", priority=True, show=False),
         Binding("ctrl+t", "toggle_todos", "Todos", priority=True, show=False),
@@ -61,7 +63,8 @@ class AnvilApp(Exiting):
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
                  continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
-                 trust: bool | None = None) -> None:
+                 trust: bool | None = None, job: JobLaunch | None = None,
+                 first_prompt: str | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
@@ -73,7 +76,12 @@ class AnvilApp(Exiting):
         self._continue = continue_latest
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
+        self.first_prompt = first_prompt  # `anvil "fix the bug"`: sent as soon as the session is ready
+        #: printed by the CLI once the terminal is back: how to resume the session
+        self.farewell: str | None = None
         self._trust = trust  # --trust: the project's risky settings apply without asking
+        self.job_launch = job  # --workflow: the job to start or go on with once the session is ready (tui/jobs.py)
+        self.job_waiting: str | None = None  # a workflow whose new job the next message starts
         self.busy = False
         self.started = False  # set when the runtime is ready (tests wait for it)
         self._wanted_theme = "anvil-dark"
@@ -85,7 +93,7 @@ class AnvilApp(Exiting):
         self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
         self._waiting_entries: list[UserEntry] = []
         self._renderer: TurnRenderer | None = None
-        self._last_ctrl_c = 0.0
+        self.ctrl_c = CtrlC()
         self._sidebar_forced: bool | None = None
 
     @property
@@ -166,7 +174,7 @@ class AnvilApp(Exiting):
                 settings = self.settings or await self._load_settings()
                 self.session = _facade(await self.warm_up.run("runtime", partial(
                     warmup.open_runtime, settings, self.root, resume=self._resume, continue_latest=self._continue,
-                    model=self._model)))
+                    model=self._model, resume_job=job_to_resume(self.job_launch))))
             except Exception as exc:  # config, session or model problems: say so and keep the app open
                 self.transcript.add_line("error", f"anvil could not start: {exc}")
                 self.status.update_state(phase="not ready")
@@ -182,6 +190,7 @@ class AnvilApp(Exiting):
                 break
             if isinstance(problem, str) and problem:
                 self.add_line("notice", problem)
+        await restore_gauge(self, self.session)
         # The heap is settled last, once everything start-up loads is loaded. No answer needs it, so a waiting
         # prompt goes first, and a hurry does not start it under the keys: it holds the GIL ~100-200 ms.
         self.warm_up.holds_prompts = False
@@ -212,15 +221,9 @@ class AnvilApp(Exiting):
                                  sandbox=session.sandbox.label)
         if self._theme_flag is None and settings.theme != self.theme:
             self.set_theme(settings.theme)
-        resumed = resumed_text(session)
-        if resumed is not None and session.resumed_messages is not None:
-            from anvil.tui.history import show_history
-
-            show_history(self.transcript, session.resumed_messages)
-            self.add_line("notice", resumed)
-        for warning in session.warnings:
-            self.add_line("notice", warning)
+        show_opening(self, session)
         self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
+        launch_job(self)  # the job's phase in the status bar; --workflow's job started, resumed or waited for
         if session.todos:
             self.show_todos(session.todos)
         if self.demo_prompt:
@@ -228,6 +231,9 @@ class AnvilApp(Exiting):
 
             self.run_worker(play(self, self.demo_prompt), group="demo")
             self.demo_prompt = None  # once: /clear and /resume come back here
+        if self.first_prompt:
+            first, self.first_prompt = self.first_prompt, None
+            self.send(first)
         self.send_waiting()
         self.started = True
 
@@ -287,7 +293,7 @@ class AnvilApp(Exiting):
             self.renderer.queued.append(self.add_user(prompt.typed, queued=True, attached=prompt.attached))
             return
         self.add_user(prompt.typed, attached=prompt.attached)
-        self.start_agent(prompt_turn(self.session, prompt))
+        self.start_agent(waiting_job(self, prompt.text) or prompt_turn(self.session, prompt))
 
     def add_user(self, text: str, *, queued: bool = False, attached: tuple[str, ...] = ()) -> UserEntry:
         shown = text + (f"\n(attached: {', '.join(attached)})" if attached else "")
@@ -332,7 +338,7 @@ class AnvilApp(Exiting):
             self.start_agent(self.session.submit("\n\n".join(pending)))
 
     def show_todos(self, todos: tuple[ev.TodoItem, ...]) -> None:
-        self.query_one("#todos", TodoSidebar).set_todos(todos)
+        self.query_one("#todos", TodoSidebar).set_todos(todos, self.status.state.job)
         self.query_one("#todo-summary", TodoSummary).set_todos(todos)
         self.update_todo_visibility()
 
@@ -343,16 +349,9 @@ class AnvilApp(Exiting):
         return not (isinstance(self.screen, ModalScreen) and action in {"cycle_mode", "toggle_todos", "search"})
 
     def action_ctrl_c(self) -> None:
-        now = time.monotonic()
-        if now - self._last_ctrl_c < DOUBLE_PRESS_SECONDS:
-            self.action_exit_app()
-            return
-        self._last_ctrl_c = now
-        if isinstance(self.screen, ModalScreen):
-            self.notify("Press Ctrl+C again to quit.", timeout=DOUBLE_PRESS_SECONDS)
-            return
-        self.prompt.load_text("")
-        self.notify("Input cleared. Press Ctrl+C again to quit.", timeout=DOUBLE_PRESS_SECONDS)
+        from anvil.tui.keys import ctrl_c
+
+        ctrl_c(self)
 
     def action_interrupt(self) -> None:
         search = self.query("#search")
@@ -373,14 +372,9 @@ class AnvilApp(Exiting):
         self.update_todo_visibility()
 
     async def action_search(self) -> None:
-        from anvil.tui.search import SearchBar
+        from anvil.tui.search import open_search
 
-        bars = self.query(SearchBar)
-        bar = bars.first() if bars else None
-        if bar is None:
-            bar = SearchBar(self.transcript, id="search")
-            await self.mount(bar, before=self.query_one("#main"))
-        bar.open()
+        await open_search(self, self.transcript, self.query_one("#main"))
 
     async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""

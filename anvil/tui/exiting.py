@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 
+from anvil.frontend.welcome import farewell_text
 from anvil.tui.signal_exit import SignalExit, exit_code, flush_and_end
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class Exiting(App[int]):
 
     session: SessionFacade | None
     busy: bool
+    farewell: str | None
     _exiting = False
     #: watches SIGTERM and SIGHUP while the app runs (None before it runs, or where signals cannot be watched)
     signal_exit: SignalExit | None = None
@@ -84,6 +86,7 @@ class Exiting(App[int]):
         while self.busy and loop.time() < deadline:  # the interrupted turn records how it ended (its calls' results)
             await asyncio.sleep(0.02)
         if self.session is not None:
+            self.farewell = farewell_text(self.session.id, self.session.turns)
             with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
                 await asyncio.wait_for(self.session.close(), timeout=5)
             with contextlib.suppress(Exception):

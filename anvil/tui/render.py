@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from anvil.core import events as ev
 from anvil.core.subagents.task_tool import SubagentEvent
-from anvil.frontend.lines import answered_text, decision_text, describe, progress_text
+from anvil.frontend.lines import answered_text, decision_text, describe, phase_label, phase_started_text, progress_text
 from anvil.tui.approval import ApprovalScreen
+from anvil.tui.phases import PhaseDivider
 from anvil.tui.questions import PlanScreen, QuestionScreen
 from anvil.tui.status import StatusBar
 from anvil.tui.transcript import AssistantEntry, ThinkingEntry, ToolEntry, Transcript, UserEntry
@@ -100,6 +101,16 @@ class TurnRenderer:
                     tool.detail = text
             case ev.TodosChanged(todos=todos):
                 self.host.show_todos(todos)
+            case ev.PhaseStarted():  # a workflow job's new phase: a divider, the phase in the status bar
+                await self.end_assistant()
+                label = phase_label(event.phase, event.kind)
+                self.host.transcript.add(PhaseDivider(label[:1].upper() + label[1:], phase_started_text(event)))
+                status.update_state(job=label)
+                self.host.show_todos(event.todos)
+            case ev.JobFinished():
+                self.line(event)
+                status.update_state(job="")
+                self.host.show_todos(self.host.session.todos if self.host.session is not None else ())
             case ev.ContextUsage(used=used, window=window, estimated=estimated):
                 status.update_state(used=used, window=window, estimated=estimated)
             case ev.UsageReport(total_cost=cost):

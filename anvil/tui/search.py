@@ -8,9 +8,12 @@ the match.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import events, on
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.containers import Horizontal
+from textual.widget import Widget
 from textual.widgets import Input, Static
 from textual.widgets.input import Selection
 
@@ -33,6 +36,16 @@ class SearchInput(EchoesAtOnce, Input):
     def _watch_selection(self, selection: Selection) -> None:
         super()._watch_selection(selection)
         self.echo_soon()
+
+
+async def open_search(app: App[Any], transcript: Transcript, before: Widget) -> None:
+    """Ctrl+F: the search bar, mounted above ``before`` the first time, then opened."""
+    bars = app.query(SearchBar)
+    bar = bars.first() if bars else None
+    if bar is None:
+        bar = SearchBar(transcript, id="search")
+        await app.mount(bar, before=before)
+    bar.open()
 
 
 class SearchBar(Horizontal):

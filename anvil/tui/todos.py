@@ -66,11 +66,14 @@ class TodoSidebar(VerticalScroll):
         yield Static(Content.styled("Todos", "bold"), classes="title")
         yield Static(render_todos(()), classes="list")
 
-    def set_todos(self, todos: Sequence[TodoItem]) -> None:
+    def set_todos(self, todos: Sequence[TodoItem], job: str = "") -> None:
+        """The list, headed by the workflow job's phase when there is one (``job``: "phase 2 · tactical")."""
         self.todos = tuple(todos)
         self.query_one(".list", Static).update(render_todos(self.todos))
         done, total = progress(self.todos)
-        self.query_one(".title", Static).update(Content.assemble(("Todos ", "bold"), (f"{done}/{total}", "$accent")))
+        heading = job[:1].upper() + job[1:] if job else "Todos"
+        title = Content.assemble((f"{heading} ", "bold"), (f"{done}/{total}", "$accent"))
+        self.query_one(".title", Static).update(title)
 
 
 class TodoSummary(Static):

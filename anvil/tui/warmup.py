@@ -121,10 +121,11 @@ def settings_or_question(root: Path, flags: dict[str, Any], trust: bool | None) 
 
 
 def open_runtime(settings: Settings, root: Path, *, resume: str | None, continue_latest: bool,
-                 model: Model | None) -> Runtime:
+                 model: Model | None, resume_job: tuple[str, str] | None = None) -> Runtime:
     from anvil.runtime import open_runtime
 
-    runtime = open_runtime(settings, root, resume=resume, continue_latest=continue_latest, model=model)
+    runtime = open_runtime(settings, root, resume=resume, continue_latest=continue_latest, model=model,
+                           resume_job=resume_job)
     # What the first turn would otherwise import on the event loop: the event renderer, the Markdown widget.
     from textual.widgets import Markdown  # noqa: F401
 

@@ -26,3 +26,19 @@ def allow_cd(project: Path) -> None:
     rules = user_config_dir() / "permissions.toml"
     rules.parent.mkdir(parents=True, exist_ok=True)
     rules.write_text('allow = ["cd *"]\n')
+
+
+def _call(name: str, **arguments: object) -> dict[str, object]:
+    return {"name": name, "arguments": arguments}
+
+
+#: a phased job's first phase (its todos done, five written for the next) and the start of the second; then the
+#: model stops working, so the job pauses in phase 2 at todo 2
+PHASED_JOB = [
+    {"text": "Looking at the project before planning anything.",
+     "tool_calls": [_call("todo_complete", id=1), _call("todo_complete", id=2), _call("todo_complete", id=3)]},
+    {"tool_calls": [_call("todo_write", phase="Fix", todos=[{"content": f"step {n}"} for n in range(1, 6)])]},
+    {"tool_calls": [_call("todo_complete", id=4)]},
+    {"tool_calls": [_call("todo_complete", id=1)]},
+    *[{"text": "Waiting for you."}] * 4,
+]

@@ -13,6 +13,7 @@ resource, a prompt, an image, instructions; and servers that misbehave.
 import base64
 import os
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import anyio
@@ -47,6 +48,12 @@ def build() -> MCPServer:
     def pid() -> int:
         """The server's process id."""
         return os.getpid()
+
+    @server.tool()
+    def write_file(path: str, content: str) -> str:
+        """Write a file, as a filesystem server does (relative to the server's directory)."""
+        Path(path).write_text(content)
+        return f"wrote {path}"
 
     @server.tool()
     def picture() -> Image:

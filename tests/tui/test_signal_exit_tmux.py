@@ -26,7 +26,7 @@ from anvil.core.session.store import read_session
 from tests.conftest import StartServer, anvil_command
 from tests.support.tmux import Pane, anvil_shell
 
-pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"), pytest.mark.slow]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")  # slow: conftest
 
 RUNS = 20
 WAYS = ("kill-server", "SIGHUP", "kill-server", "SIGTERM")  # the hangup, which used to hang, most often

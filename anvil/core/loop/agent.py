@@ -8,8 +8,9 @@ Its steps (``_model_step``, ``_tool_calls``, ``_after_reply``, ``_final_check``)
 Around that cycle, each in its own module: the context meter and compaction before every model call
 (``context/``, run by ``compacting.py``; a context-overflow error compacts and retries the call once), replies
 cut off at the output limit (``cutoff.py``), one tool call from arguments to result (``tool_call.py``), loop
-guards after every tool result (``guard.py``), stage words for front ends (``stages.py``), and the project's
-checks when a turn that changed files ends (``verify.py``).
+guards after every tool result (``guard.py``; in task runs also ``escalation.py``, whose thresholds end a turn
+``blocked`` where nobody can answer), stage words for front ends (``stages.py``), and the project's checks when a
+turn that changed files ends, automatic fixers first (``verifying.py``).
 
 Invariant kept on every exit path: each assistant tool call in the history has a tool result, so the
 history is always valid to send again (an interrupted call gets "interrupted by the user").
@@ -37,7 +38,9 @@ from anvil.core.events import (
 )
 from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop import cutoff
+from anvil.core.loop.autofix import Fixers
 from anvil.core.loop.compacting import Compacting
+from anvil.core.loop.escalation import Blocking, Escalation
 from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import DROPPED_MARK, History
@@ -48,7 +51,8 @@ from anvil.core.loop.tool_call import ToolCaller
 from anvil.core.loop.turn import TurnState, changed_files
 from anvil.core.loop.turn_hooks import prompt_hooks, stop_hooks
 from anvil.core.loop.usage import UsageTotals
-from anvil.core.loop.verify import failure_message, report, run_checks
+from anvil.core.loop.verifying import VerificationRecord, Verifying
+from anvil.core.loop.workflow_steps import WorkflowSteps
 from anvil.core.model.errors import ModelError
 from anvil.core.model.litellm_model import LiteLLMModel
 from anvil.core.model.protocol import Completion, Model
@@ -57,19 +61,23 @@ from anvil.core.session.store import Session
 from anvil.core.session.undo import rewind_history, rewind_points
 from anvil.core.tools.base import ToolContext, ToolRegistry
 from anvil.core.tools.interaction import mode_reminder
+from anvil.core.workflows.offered import OfferedTools
 
 NOT_RUN = "Not run: anvil stopped the turn before this call (see the message that follows)."
 
 
-class Agent(Compacting):
+class Agent(WorkflowSteps, Verifying, Blocking, Compacting):
     def __init__(self, model: Model, tools: ToolRegistry, ctx: ToolContext, *, system_prompt: str,
                  policy: ApprovalPolicy | None = None, session: Session | None = None,
                  max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
                  compact_threshold: float | bool = 0.85, verify: list[str] | None = None,
                  verify_retries: int = 5, verify_timeout: float = 600.0, hooks: HookRunner | None = None,
-                 interactive: bool = True, mask_secrets_for_model: bool = False) -> None:
+                 interactive: bool = True, mask_secrets_for_model: bool = False,
+                 autofix: Fixers | None = None) -> None:
         self.model = model
         self.tools = tools
+        self.offered = OfferedTools(tools)  # what the model is offered: every tool, or an attached workflow's choice
+        self.workflow = None
         self.ctx = ctx
         self.policy = policy or ApprovalPolicy()
         self.session = session
@@ -88,6 +96,9 @@ class Agent(Compacting):
         self.guard = LoopGuard()
         self.stages = StageTracker()
         self.verify, self.verify_retries, self.verify_timeout = list(verify or []), verify_retries, verify_timeout
+        self.autofix = autofix  # fixers tried on failed checks before the model (None: none)
+        self.verification = VerificationRecord()  # the last turn's
+        self.escalation: Escalation | None = None  # a task run's thresholds (set by the task run)
         self._told_mode: str | None = None  # the approval mode the model was last told about
         self._spent: list[UsageReport] = []  # usage of summary calls, reported after the compaction
         self._interrupt = Interrupter()
@@ -95,7 +106,7 @@ class Agent(Compacting):
         self.hooks = hooks
         #: known secrets are always masked in what anvil writes; with this, in what the model reads too
         self.mask_secrets_for_model = mask_secrets_for_model
-        self.caller = ToolCaller(tools, ctx, self.policy, self._interrupt, self.history.record, hooks)
+        self.caller = ToolCaller(self.offered, ctx, self.policy, self._interrupt, self.history.record, hooks)
         if interactive:  # tools may ask the person (ask_user, plan approval); headless leaves ctx.ask None
             ctx.ask = self.caller.ask
 
@@ -156,6 +167,8 @@ class Agent(Compacting):
         the policy) becomes an ``error`` event with one line, and the session stays valid to resume."""
         self._interrupt.clear()
         turn = TurnState(text)
+        if self.session is not None:
+            self.session.begin()  # a new session becomes a file with its first turn
         try:
             async for event in self._turn(turn):
                 yield event
@@ -176,6 +189,8 @@ class Agent(Compacting):
             yield self.history.record(TurnEnded(self.turn, turn.reason, 0, turn.message))
             return
         yield self._start(turn)
+        for event in self._workflow_begin():
+            yield event
         while self._may_call_model(turn):
             async for event in self._model_step(turn):
                 yield event
@@ -191,6 +206,8 @@ class Agent(Compacting):
             async for event in step:
                 yield event
         async for event in self._final_check(turn):
+            yield event
+        for event in self._workflow_turn_end(turn):
             yield event
         yield self._finish(turn)
 
@@ -213,6 +230,9 @@ class Agent(Compacting):
             self.history.add({"role": "user", "content": reminder})
         self.guard.reset()
         self.stages.reset()
+        self.verification = VerificationRecord()
+        if self.escalation is not None:
+            self.escalation.reset()
         return started
 
     def _may_call_model(self, turn: TurnState) -> bool:
@@ -220,14 +240,19 @@ class Agent(Compacting):
             return False
         if turn.fix_until is not None:  # after failed checks: only the calls allowed for fixing them
             return turn.iterations < turn.fix_until  # used up: the final check reports the state
-        if turn.iterations >= self.max_iterations:
+        if turn.iterations - turn.phase_start >= self.max_iterations:
             turn.end("max_iterations", f"Stopped after {turn.iterations} model calls (max_iterations).")
             return False
         return True
 
     async def _model_step(self, turn: TurnState) -> AsyncIterator[Event]:
         """Steering messages join the history, the context is compacted when past the threshold, then one model
-        call, streamed; its reply goes to ``turn.completion``. A failure or an interrupt ends the turn."""
+        call, streamed; its reply goes to ``turn.completion``. A failure, an interrupt or a workflow's budget ends the
+        turn."""
+        for event in self._workflow_gate(turn):
+            yield event
+        if turn.over:
+            return
         turn.iterations += 1
         for steer in self._steering:
             self.history.add({"role": "user", "content": steer})
@@ -235,7 +260,7 @@ class Agent(Compacting):
         turn.completion, parts = None, []
         try:
             await self.context.counter.ready()
-            if self.compactor.should_compact(self.context.measure(self.messages, self.tools.schemas())):
+            if self.compactor.should_compact(self.context.measure(self.messages, self.offered.schemas())):
                 async for event in self._compaction("threshold"):
                     yield self.history.record(event)
             async for event in self._call_model(turn, parts):
@@ -260,7 +285,7 @@ class Agent(Compacting):
         assert completion is not None, "a model stream ended without a completion"
         cut = cutoff.settle(completion, turn)
         yield self.history.add_reply(completion, placeholder=cut.placeholder, continues=cut.continues)
-        yield self.history.record(self.usage.add(completion))
+        yield self.history.record(self._workflow_usage(self.usage.add(completion)))
         yield self.history.record(self.context.after_response(completion.usage, self.messages))
         if cut.note:
             self.history.add({"role": "user", "content": cut.note})
@@ -286,7 +311,7 @@ class Agent(Compacting):
         options = {"max_output_tokens": max_output_tokens} if max_output_tokens else {}
         for attempt in (1, 2):
             try:
-                async for item in self._interrupt.stream(self.model, self.messages, self.tools.schemas(), **options):
+                async for item in self._interrupt.stream(self.model, self.messages, self.offered.schemas(), **options):
                     match item:
                         case str():
                             parts.append(item)
@@ -312,19 +337,28 @@ class Agent(Compacting):
         result, so the history stays valid) and ends the turn."""
         turn.stuck, turn.end_requested = None, False
         for index, call in enumerate(calls):
-            if self._interrupt.is_set() or turn.stuck or turn.hook_stop is not None:
+            if turn.restarted:  # a workflow began a new phase: this reply and its other calls left with the old one
+                break
+            if self._interrupt.is_set() or turn.stuck or turn.hook_stop is not None or turn.over \
+                    or turn.blocker is not None:
                 for skipped in calls[index:]:
                     self.history.add_tool_result(skipped, INTERRUPTED if self._interrupt.is_set() else NOT_RUN)
                 break
             async for event in self._run_tool(turn, call):
                 yield event
+        turn.restarted = False
         if turn.images:  # after every call's result: tool results must follow their reply directly
             self.history.add(image_message(turn.images))
             turn.images = []
+        self._stuck_blocks(turn)
         if self._interrupt.is_set():
             turn.end("interrupted")
+        elif turn.over:  # a workflow ended the job, and the turn with it
+            return
         elif turn.hook_stop is not None:  # a hook answered continue: false
             turn.end("done", f"A hook ended the turn: {turn.hook_stop}")
+        elif turn.blocker is not None:  # nobody can answer here: the task waits for the person
+            yield self._block(turn)
         elif turn.end_requested:  # exit_plan_mode headless: the plan is the answer, nothing more to do
             turn.end()
         elif turn.stuck:
@@ -354,10 +388,9 @@ class Agent(Compacting):
         changed = changed_files(outcome.tool, result)
         turn.changed = turn.changed or changed
         self.stages.observe(outcome.prepared, result.ok, changed)
-        if not self._interrupt.is_set():
-            polls = outcome.tool is not None and outcome.tool.polls
-            turn.stuck = self.guard.observe(call.name, outcome.prepared.raw_args, result.ok, result.output,
-                                            result.summary, polls=polls)
+        self._observe_call(turn, call, outcome, changed)
+        for event in self._workflow_result(turn, call, result):
+            yield event
 
     async def _after_reply(self, turn: TurnState, completion: Completion) -> AsyncIterator[Event]:
         """The model answered without tool calls. Stop hooks may send it back to work; a turn that changed files
@@ -369,37 +402,13 @@ class Agent(Compacting):
             if go_on is not None:  # a stop hook wants more work: its reason goes to the model
                 self.history.add({"role": "user", "content": f"[stop hook] {go_on}"})
                 return
-        if not (self.verify and turn.changed):
-            turn.end()  # nothing to check, or the model stopped without changing anything since
+        if self._workflow_nudge(completion.text):  # a workflow's job has work left: back to it
             return
-        async for event in self._verify(turn):
-            yield self.history.record(event)
-        if turn.checks is None:
-            turn.end("interrupted")
+        if self._stated_blocker(turn, completion):  # it cannot go on without the person, and nobody can answer
+            yield self._block(turn)
             return
-        failed = [r for r in turn.checks if not r.ok]
-        turn.fix_until = turn.iterations + self.verify_retries if turn.fix_until is None else turn.fix_until
-        if not failed or turn.iterations >= turn.fix_until:
-            turn.end()
-            return
-        self.stages.last_test_failed = True
-        self.history.add({"role": "user", "content": failure_message(failed, turn.fix_until - turn.iterations)})
-        yield self.history.record(Notice(f"Verification failed ({', '.join(f'`{r.command}`' for r in failed)}); "
-                                  "the model is fixing it."))
-
-    async def _final_check(self, turn: TurnState) -> AsyncIterator[Event]:
-        """When checks ran this turn, say where they ended (checking again if files changed since)."""
-        if turn.reason != "done" or turn.fix_until is None:
-            return
-        edited = turn.changed
-        if edited:  # edits after the last check: check again so the report is about the end state
-            async for event in self._verify(turn):
-                yield self.history.record(event)
-        if turn.checks is None:
-            turn.reason = "interrupted"
-            return
-        turn.message = report(turn.checks, changed=edited)
-        yield self.history.record(Notice(turn.message))
+        async for event in self._check_changes(turn):
+            yield event
 
     def _finish(self, turn: TurnState) -> TurnEnded:
         if turn.reason == "interrupted":
@@ -407,13 +416,3 @@ class Agent(Compacting):
         self._told_mode = self.policy.mode
         self.ctx.checkpoints.finish_turn(turn.number)  # what anvil left on disk, to notice later outside changes
         return self.history.record(TurnEnded(turn.number, turn.reason, turn.iterations, turn.message))
-
-    async def _verify(self, turn: TurnState) -> AsyncIterator[Event]:
-        """Run the configured checks into ``turn.checks`` (None when interrupted), saying so first."""
-        yield Notice("Verifying the changes: " + ", ".join(f"`{command}`" for command in self.verify))
-        turn.changed = False
-        try:
-            turn.checks = await self._interrupt.until(run_checks(self.verify, self.ctx.root, self.verify_timeout,
-                                                                    self.ctx.sandbox))
-        except Interrupted:
-            turn.checks = None

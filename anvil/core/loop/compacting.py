@@ -10,7 +10,7 @@ summarises whole messages.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from anvil.core.context.compaction import Compactor
@@ -29,6 +29,7 @@ from anvil.core.tools.todos import render_todos
 class Compacting:
     model: Model
     tools: ToolRegistry
+    offered: ToolRegistry
     ctx: ToolContext
     session: Session | None
     messages: list[dict[str, Any]]
@@ -39,6 +40,7 @@ class Compacting:
     hooks: HookRunner | None
     _interrupt: Interrupter
     _spent: list[UsageReport]
+    _refresh_workflow_layer: Callable[[], None]
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[Event]:
         """Compact the history now (``/compact [focus]``), between turns; always writes a snapshot."""
@@ -51,7 +53,7 @@ class Compacting:
 
     async def _compaction(self, reason: str, *, focus: str | None = None, force: bool = False) -> AsyncIterator[Event]:
         """One compaction, as events (not yet recorded); the session gets the compacted history."""
-        before = self.context.measure(self.messages, self.tools.schemas())
+        before = self.context.measure(self.messages, self.offered.schemas())
         if self.hooks is not None:
             for notice in (await self.hooks.pre_compact("manual" if reason == "manual" else "auto", focus)).notices:
                 yield Notice(notice)
@@ -67,10 +69,11 @@ class Compacting:
             yield usage
         if outcome.tier:
             self.messages[:] = outcome.messages
+            self._refresh_workflow_layer()  # an attached workflow's layer as it is now (its memory file may have grown)
             self.context.reset()
             if self.session is not None:  # earlier records stay: the file keeps the full history for audit
                 self.session.append({"t": "compaction", "messages": self.messages[1:], "tier": outcome.tier})
-        after = self.context.measure(self.messages, self.tools.schemas())
+        after = self.context.measure(self.messages, self.offered.schemas())
         text = outcome.message
         yield CompactionFinished(before, after, outcome.tier, outcome.ok, text[:1].upper() + text[1:])
         yield self.context.event()

@@ -305,7 +305,7 @@ class McpServer:
                 where = f" URL: {self.config.url}."
             what = "failed to start" if starting else "stopped working"
             self._report(f"MCP server '{self.name}' {what} ({why}).{where} anvil goes on without its tools; fix "
-                         f"[mcp_servers.{self.name}] in the config (or set enabled = false) and restart anvil.")
+                         f"{self.config.where(self.name)} (or set enabled = false) and restart anvil.")
 
     def _stderr_tail(self, limit: int = 300) -> str:
         """The last lines the server wrote to stderr in this run: usually the reason it failed."""

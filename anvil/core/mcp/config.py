@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 ServerState = Literal["starting", "ready", "failed", "stopped"]
 Transport = Literal["stdio", "http", "sse"]
@@ -44,6 +44,17 @@ class McpServerConfig(BaseModel):
     """Seconds the server may take to start and list its tools before it is reported as failed."""
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
     """Seconds one tool call may take before it is abandoned with an error (default 300)."""
+
+    # Not a setting: where the entry came from, for messages that tell the person what to fix.
+    _defined_in: str = PrivateAttr(default="")
+
+    def where(self, name: str) -> str:
+        """Where the person edits this server: anvil's table, or the other tool's file it was imported from."""
+        return f"'{name}' in {self._defined_in}" if self._defined_in else f"[mcp_servers.{name}] in the config"
+
+    def imported_from(self, path: str) -> McpServerConfig:
+        self._defined_in = path
+        return self
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

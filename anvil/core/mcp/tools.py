@@ -7,6 +7,13 @@ generate one from; anvil checks only that the required keys are there and leaves
 server, which validates its own input. Every MCP tool asks before running (rules match the name:
 ``mcp__github__*(*)``) and counts as changing things unless the server marks it ``readOnlyHint``.
 
+A tool that may change things and whose arguments name files (a filesystem server's ``write_file(path=...)``,
+``move_file(source=..., destination=...)``, ``edit_file``) declares those as the paths it writes: the approval
+policy then treats a protected one (anvil's configuration, git's files, shell start-up files, a script anvil runs
+outside the sandbox) as it does for anvil's own file tools, asking the person whatever the mode or a broad
+``mcp__fs__*(*)`` rule, and refusing headless. Which arguments name files is read from their names (``path``,
+``file``, ``destination``, ``uri``...), the one thing every filesystem server has in common.
+
 While a call runs, the server's progress notifications become :class:`~anvil.core.events.ToolProgress` events
 (at most a few a second). Images a tool returns travel with its result (``ToolResult.images``): the loop shows
 them to a model that takes images, and tells another that there were some.
@@ -38,6 +45,9 @@ MAX_IMAGE_DATA = 5_000_000
 PROGRESS_INTERVAL = 0.25
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+#: argument names (lowercased, without ``_`` and ``-``) that name a file or directory
+_PATH_KEY = re.compile(r"(path|paths|file|files|filename|filepath|dir|directory|folder|dest|destination|target|"
+                       r"source|src|dst|uri|location|output|to|from|old|new)\w*|\w*(path|file|dir|uri|dest)s?")
 
 
 def sanitize(part: str) -> str:
@@ -98,6 +108,12 @@ class McpTool(Tool):
     def phase(self, args: Any) -> str:
         return f"{self.server.name}: {self.remote_name}"
 
+    def write_targets(self, args: Any) -> list[str]:
+        """The files a tool that may change things names in its arguments (see the module's docstring)."""
+        if not self.mutates:
+            return []
+        return list(dict.fromkeys(_named_paths(dict(getattr(args, "model_extra", None) or {}))))
+
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolResult:
         arguments = dict(args.model_extra or {})
         missing = [key for key in self.input_schema.get("required", []) if key not in arguments]
@@ -106,6 +122,21 @@ class McpTool(Tool):
                             "Check the tool's schema and call it again with them.")
         result = await self.server.call(self.remote_name, arguments, _progress_events(ctx, self.name))
         return format_result(self.name, result, ctx.settings.output_budget)
+
+
+def _named_paths(value: Any, key: str = "", depth: int = 0) -> list[str]:
+    """The strings under path-like argument names, in nested objects and lists too (``edits: [{path: ...}]``);
+    ``file://`` URIs as paths."""
+    if depth > 4:
+        return []
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _named_paths(v, str(k), depth + 1)]
+    if isinstance(value, list):
+        return [p for v in value for p in _named_paths(v, key, depth + 1)]
+    if (isinstance(value, str) and value.strip() and "\n" not in value and len(value) < 4096
+            and _PATH_KEY.fullmatch(key.lower().replace("_", "").replace("-", ""))):
+        return [value.removeprefix("file://")]
+    return []
 
 
 def _progress_events(ctx: ToolContext, name: str) -> Progress:

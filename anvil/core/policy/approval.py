@@ -43,6 +43,10 @@ MODES: tuple[Mode, ...] = ("ask", "accept_edits", "auto", "plan")
 PLAN_MODE_DENIAL = ("plan mode: you can only read and plan; {what} was not run. Call exit_plan_mode with your plan "
                     "when it is ready, and the person will review it before anything is changed.")
 _TOOL_RULE = re.compile(r"^([A-Za-z0-9_*?\-]+)\((.*)\)$")
+#: The rule syntax's word for a command: ``run_command(git status)`` is the command rule ``git status``. People
+#: write rules after the calls they see; which calls a command rule judges goes by the tool's traits
+#: (``approval = "command"``), not by this word.
+COMMAND_RULE_WORD = "run_command"
 UNSANDBOXED_HEADLESS = (
     "Not run: running a command outside the sandbox needs the person's approval, and nobody can answer here (a "
     "headless run). Do without it, or say what you would have run and why. If the sandbox is in the way, the "
@@ -64,6 +68,12 @@ _READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "blame", "grep", "l
 # Options that make an otherwise read-only program write or run something.
 _WRITING_OPTIONS = {"find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fls"),
                     "sort": ("-o", "--output"), "tree": ("-o",), "git": ("--output", "--ext-diff")}
+
+
+def _protected(ctx: ToolContext) -> dict[str, Any]:
+    """What the command policy protects besides every project's own files: anvil's user configuration
+    directories, and the scripts its hooks and MCP servers run outside the sandbox."""
+    return {"config_dirs": ctx.settings.config_dirs, "scripts": ctx.settings.outside_scripts}
 
 
 def _plan_mode_problem(command: str) -> str | None:
@@ -120,7 +130,7 @@ def parse_rule(pattern: str, effect: Literal["allow", "deny"], scope: Scope) -> 
     pattern (``run_command(git status)`` is ``git status``). Raises :class:`RuleError` for a pattern no rule
     can be made of, which the settings layer reports with the file it came from."""
     match = _TOOL_RULE.match(pattern.strip())
-    if match and match.group(1) != "run_command":
+    if match and match.group(1) != COMMAND_RULE_WORD:
         return ToolRule(match.group(1), effect, scope, match.group(2).strip() or "*")
     command = match.group(2) if match else pattern
     try:
@@ -212,8 +222,11 @@ class ApprovalPolicy:
                 from anvil.core.policy.command_policy import evaluate_command
 
                 shell = ctx.state.get("shell")
+                # the sandbox stands in for the person's approval of where a command writes only in auto mode
                 return evaluate_command(tool.command(args) or "", self.rules, ctx.root, self.home, self.auto_approve,
-                                        cwd=getattr(shell, "cwd", None), writes_confined=ctx.sandbox.active)
+                                        cwd=getattr(shell, "cwd", None),
+                                        writes_confined=ctx.sandbox.active and self.auto_approve,
+                                        **_protected(ctx))
             case "edit" if self.ask_edits and self.mode == "ask":
                 return Verdict("ask", by="ask_edits", reasons=("edits need approval (ask_edits = true)",),
                                message="Not applied: edits need the user's approval.",
@@ -235,7 +248,7 @@ class ApprovalPolicy:
             command = tool.command(args) or ""
             shell = ctx.state.get("shell")
             verdict = evaluate_command(command, self.rules, ctx.root, self.home, False,
-                                       cwd=getattr(shell, "cwd", None))
+                                       cwd=getattr(shell, "cwd", None), **_protected(ctx))
             problem = _plan_mode_problem(command) if verdict.action == "allow" else None
             if verdict.action == "allow" and not verdict.reasons and problem is None:
                 return Verdict("allow", by=f"{verdict.by} (plan mode)")
@@ -257,7 +270,8 @@ class ApprovalPolicy:
 
         shell = ctx.state.get("shell")
         command = tool.command(args) or ""
-        verdict = evaluate_command(command, self.rules, ctx.root, self.home, False, cwd=getattr(shell, "cwd", None))
+        verdict = evaluate_command(command, self.rules, ctx.root, self.home, False, cwd=getattr(shell, "cwd", None),
+                                   **_protected(ctx))
         if verdict.action == "deny":
             return verdict
         why = f"runs outside the sandbox: {reason}"
@@ -287,8 +301,7 @@ class ApprovalPolicy:
         at once."""
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPES)}")
-        if tool == "run_command" and _TOOL_RULE.match(pattern) is None:
-            pattern = pattern.strip()
+        pattern = pattern.strip()
         self._add(pattern, effect, scope)  # type: ignore[arg-type]
         path = self.files.get(scope)  # type: ignore[call-overload]
         if path is not None:

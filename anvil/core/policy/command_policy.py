@@ -11,7 +11,9 @@ Order, first match wins:
    target out or ask the person. Without auto-approve it is asked about, whatever the rules say.
 3. A deny rule on any part: refused, naming the rule. Deny beats allow and auto-approve, because a
    deny rule is something the person wrote down on purpose.
-4. Auto-approve: allowed, risky or not.
+4. Auto-approve: allowed, risky or not, except a write to a protected file (anvil's configuration, anything
+   under ``.git``, a shell start-up file, a script anvil's hooks or MCP servers run): asked about in every mode,
+   like the file tools' writes to them, unless a rule spells the file out.
 5. Every part allowed by a rule: allowed. But a rule only covers a risky part when it names the
    words that make it risky: ``git *`` allows ``git status`` and not ``git push --force``;
    ``rm *`` allows ``rm notes.txt`` but not ``rm -rf build``, which needs ``rm -rf *``; a delete
@@ -20,14 +22,17 @@ Order, first match wins:
    only known at run time, code bash evaluates that the text does not show) always ask. Broad rules
    stay useful for everyday commands without quietly covering the dangerous forms. A part that runs
    no program (``x=1``) needs no rule, unless it is risky (``PROMPT_COMMAND=…``): then it asks.
-6. Otherwise ask about the first part no rule covers, with every risk reason, and an "always
-   allow" pattern that keeps the risky words literal (``rm -rf *``) so that, once saved, the same
-   command does not ask again.
+6. Otherwise ask, naming every part no rule covers, with every risk reason, and an "always allow"
+   pattern for each of those parts that keeps the risky words literal (``rm -rf *``), so that, once
+   all of them are saved, the same command does not ask again. When some part can have no rule
+   (a risky form with nothing to name), no "always allow" is offered at all: saving the others would
+   still leave the command asking.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 from anvil.core.policy.command_risk import Finding, RiskReport, classify
@@ -38,32 +43,37 @@ from anvil.core.policy.verdict import Verdict
 
 
 def evaluate_command(command: str, rules: CommandRules, root: Path, home: Path,
-                     auto_approve: bool = False, cwd: Path | None = None, *, writes_confined: bool = False) -> Verdict:
+                     auto_approve: bool = False, cwd: Path | None = None, *, writes_confined: bool = False,
+                     config_dirs: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> Verdict:
     """The verdict, naming the directory it was evaluated in, so an approval shows where the command runs.
 
-    ``writes_confined``: the command runs in the OS sandbox, which enforces where it may write, so findings that
-    are risky only because of a write target (outside the project, a dotfile, ``.git``) do not ask; a write the
-    sandbox refuses fails and is reported as blocked."""
-    verdict = _verdict(command, rules, root, home, auto_approve, cwd, writes_confined)
+    ``writes_confined``: the person chose auto mode and the command runs in the OS sandbox, which enforces where
+    it may write, so findings that are risky only because of where they write (outside the project, a dotfile)
+    need no approval; a write the sandbox refuses fails and is reported as blocked. Never a protected file's,
+    nor the kernel's. ``config_dirs`` and ``scripts``: protected besides the files every project has (anvil's
+    user configuration directories; the scripts its hooks and MCP servers run outside the sandbox)."""
+    verdict = _verdict(command, rules, root, home, auto_approve, cwd, writes_confined,
+                       {"config_dirs": config_dirs, "scripts": scripts})
     return dataclasses.replace(verdict, cwd=cwd or root)
 
 
 def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_approve: bool,
-             cwd: Path | None, writes_confined: bool = False) -> Verdict:
+             cwd: Path | None, writes_confined: bool, protected: dict[str, Sequence[Path]]) -> Verdict:
     parsed = parse_command(command)
     if not parsed.ok:
         reason = f"the command could not be checked: {parsed.error}"
         return Verdict("ask", by="parse failure", reasons=(reason,),
                        message=f"Not run: {reason}. Simplify the command or put it in a script file.")
-    report = classify(parsed, root, home, cwd)
+    report = classify(parsed, root, home, cwd, **protected)
     if writes_confined:
         report = RiskReport(tuple(f for f in report.findings if not f.confinable))
     refusal = _refusal(parsed, report, rules, auto_approve)
     if refusal is not None:
         return refusal
     if auto_approve:
-        return Verdict("allow", by="auto-approve", reasons=report.reasons)
+        return _protected_writes(parsed, report, rules) or Verdict("allow", by="auto-approve", reasons=report.reasons)
     used: list[CommandRule] = []
+    uncovered: list[tuple[SimpleCommand, list[Finding], tuple[CommandRule, ...]]] = []
     for i, cmd in enumerate(parsed.commands):
         risky = [f for f in report.for_command(i) if f.level in ("risky", "unattended_deny")]
         if not cmd.words:  # assignments, bare redirections: nothing to allow unless they are risky
@@ -73,8 +83,11 @@ def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_app
         candidates = rules.allow_rules_for(cmd)
         rule = next((r for r in candidates if _covers(r, risky)), None)
         if rule is None:
-            return _ask(cmd, risky, report, candidates)
-        used.append(rule)
+            uncovered.append((cmd, risky, candidates))
+        else:
+            used.append(rule)
+    if uncovered:
+        return _ask_all(uncovered, report)
     by = ", ".join(dict.fromkeys(r.pattern for r in used)) or "nothing to run"
     return Verdict("allow", by=by, reasons=report.reasons)
 
@@ -103,8 +116,37 @@ def _refusal(parsed: ParsedCommand, report: RiskReport, rules: CommandRules, aut
     return None
 
 
+def _protected_writes(parsed: ParsedCommand, report: RiskReport, rules: CommandRules) -> Verdict | None:
+    """Under auto-approve: ask about a write to a protected file no rule spells out, as the file tools do."""
+    for finding in (f for f in report.findings if f.protected):
+        cmd = parsed.commands[finding.command]
+        candidates = rules.allow_rules_for(cmd) if cmd.words else ()
+        if not any(_covers(rule, [finding]) for rule in candidates):
+            return _ask(cmd, [finding], report, candidates)
+    return None
+
+
 def _covers(rule: CommandRule, risky: list[Finding]) -> bool:
     return all(f.triggers and all(rule.names(t, f.exact) for t in f.triggers) for f in risky)
+
+
+def _ask_all(uncovered: list[tuple[SimpleCommand, list[Finding], tuple[CommandRule, ...]]],
+             report: RiskReport) -> Verdict:
+    """Ask about every part no rule covers: each named in the reasons, each with the rule "always allow" would
+    save for it (all of them, or none when one part can have no rule)."""
+    asks = [_ask(cmd, risky, report, candidates) for cmd, risky, candidates in uncovered]
+    if len(asks) == 1:
+        return asks[0]
+    reasons = tuple(dict.fromkeys(reason for ask in asks for reason in ask.reasons))
+    patterns = tuple(dict.fromkeys(ask.suggested_pattern for ask in asks if ask.suggested_pattern))
+    ruleless = any(ask.suggested_pattern is None for ask in asks)
+    parts = ", ".join(f"`{cmd.text}`" for cmd, _, _ in uncovered)
+    return Verdict("ask", by=asks[0].by, reasons=reasons,
+                   message=f"Not run: the command needs the user's approval ({len(uncovered)} parts no rule allows: "
+                           f"{parts}).",
+                   suggested_pattern=None if ruleless else patterns[0],
+                   suggested_patterns=() if ruleless else patterns,
+                   no_rule_reason="a part of this command cannot be allowed by a rule" if ruleless else "")
 
 
 def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
@@ -119,4 +161,5 @@ def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
         suggestion = suggest_pattern(cmd, keep=[t for f in risky for t in f.triggers])
     message = "Not run: the command needs the user's approval" + (f" ({reasons[0]})." if reasons else ".")
     return Verdict("ask", by="risk" if candidates or not cmd.words else "no matching rule", reasons=tuple(reasons),
-                   message=message, suggested_pattern=suggestion)
+                   message=message, suggested_pattern=suggestion, person_only=any(f.protected for f in risky),
+                   suggested_patterns=(suggestion,) if suggestion else ())

@@ -31,105 +31,42 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from anvil.core.policy.risk_call import Call, Finding, RiskReport, short
 from anvil.core.policy.risk_downloads import executed_downloads
 from anvil.core.policy.risk_eval import code_strings, hidden_code
-from anvil.core.policy.risk_options import option_risks
-from anvil.core.policy.risk_paths import Places, strip_glob
+from anvil.core.policy.risk_feeders import fed_paths, selects_every_process
+from anvil.core.policy.risk_options import git_elsewhere, option_risks
+from anvil.core.policy.risk_paths import Places, WriteRisk, strip_glob
 from anvil.core.policy.risk_processes import dynamic_pids, fork_bombs, kills_everything
-from anvil.core.policy.risk_rows import RiskLevel, has_short, rows_for, split_options
+from anvil.core.policy.risk_rows import RiskLevel, has_short, rows_for
 from anvil.core.policy.risk_targets import RunTimeTargets, find_parts
-from anvil.core.policy.rules import subcommand_index
 from anvil.core.policy.shell_command import ParsedCommand, SimpleCommand, is_dynamic
 from anvil.core.policy.shell_parse import parse_command
 from anvil.core.policy.shell_words import privileged_inner
 
-_ORDER = {"normal": 0, "risky": 1, "unattended_deny": 2, "hard_deny": 3}
+__all__ = ["Finding", "RiskReport", "classify"]
+_DEVICE = re.compile(r"/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|mapper/|loop\d)")
 
 
-@dataclass(frozen=True)
-class Finding:
-    level: RiskLevel
-    reason: str
-    command: int  # index into ParsedCommand.commands
-    triggers: tuple[str, ...] = ()  # words a rule must name to cover this; () = no rule can
-    exact: bool = False  # the triggers must be written out word for word, not matched by a wildcard
-    #: risky only because of where it writes: the OS sandbox enforces that boundary when it is on
-    confinable: bool = False
-
-
-@dataclass(frozen=True)
-class RiskReport:
-    findings: tuple[Finding, ...] = ()
-
-    @property
-    def level(self) -> RiskLevel:
-        return max((f.level for f in self.findings), key=_ORDER.__getitem__, default="normal")
-
-    @property
-    def reasons(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f.reason for f in self.findings))
-
-    def for_command(self, index: int) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.command == index)
-
-
-def classify(command: str | ParsedCommand, root: Path, home: Path, cwd: Path | None = None) -> RiskReport:
+def classify(command: str | ParsedCommand, root: Path, home: Path, cwd: Path | None = None, *,
+             config_dirs: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> RiskReport:
+    """``config_dirs``: anvil's user configuration directories; ``scripts``: files anvil's hooks and MCP servers
+    run outside the sandbox. Writes to either are protected, like ``.anvil/config.toml`` and ``.git``."""
     parsed = parse_command(command) if isinstance(command, str) else command
-    return _Checker(parsed, root, home, cwd or root).run()
+    return _Checker(parsed, Places.of(root, home, config_dirs, scripts), cwd or root).run()
 
 
 _WORLD_WRITABLE = re.compile(r"0?[0-7]?7[0-7][2367]|0?[0-7]?777|[ao]?[+=][rwx]*w[rwx]*")
 _SETUID = re.compile(r"[0-7]*[246][0-7]{3}|[ug]*\+[rwx]*s[rwx]*")
 
 
-def _short(text: str, limit: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One simple command as the checks read it: the program, its options and operands, its subcommand."""
-
-    cmd: SimpleCommand
-    words: tuple[str, ...]
-    cwd: str | None
-    name: str
-    opts: list[str]
-    operands: list[str]
-    sub_at: int | None
-
-    @classmethod
-    def of(cls, cmd: SimpleCommand, words: tuple[str, ...], cwd: str | None) -> _Call:
-        opts, operands = split_options(words[1:])
-        return cls(cmd, words, cwd, posixpath.basename(words[0]), opts, operands, subcommand_index(words))
-
-    @property
-    def program(self) -> str:
-        return self.words[0]
-
-    @property
-    def args(self) -> tuple[str, ...]:
-        return self.words[1:]
-
-    @property
-    def sub(self) -> str:
-        return self.words[self.sub_at] if self.sub_at is not None else ""
-
-    @property
-    def after(self) -> tuple[str, ...]:
-        """The words after the subcommand."""
-        return self.words[self.sub_at + 1:] if self.sub_at is not None else ()
-
-
 class _Checker:
-    def __init__(self, parsed: ParsedCommand, root: Path, home: Path, cwd: Path) -> None:
+    def __init__(self, parsed: ParsedCommand, places: Places, cwd: Path) -> None:
         self.parsed, self.cmds = parsed, parsed.commands
-        self.places = Places.of(root, home)
+        self.places = places
         self.runtime = RunTimeTargets(parsed, self.places)
         self.cwd: str | None = posixpath.normpath(str(cwd))
         self.findings: list[Finding] = []
@@ -164,25 +101,40 @@ class _Checker:
             parsed = parse_command(source)
             if not parsed.ok:
                 continue
-            for f in _Checker(parsed, Path(self.places.root), Path(self.places.home), Path(self.cwd or "/")).run(
-                    ).findings:
+            for f in _Checker(parsed, self.places, Path(self.cwd or "/")).run().findings:
                 if f.level == "hard_deny":
                     self._add("hard_deny", f"hides, in a value bash evaluates, a command that {f.reason}", index=0)
 
     def _add(self, level: RiskLevel, reason: str, triggers: tuple[str, ...] = (),
-             index: int | None = None, exact: bool = False, confinable: bool = False) -> None:
+             index: int | None = None, exact: bool = False, confinable: bool = False, protected: bool = False) -> None:
         self.findings.append(Finding(level, reason, self.i if index is None else index, triggers, exact,
-                                     confinable))
+                                     confinable, protected))
 
     # --- paths ---------------------------------------------------------------------------------------
 
-    def _targets(self, cmd: SimpleCommand, operands: list[str]) -> list[str]:
-        """``{}`` in ``find -exec`` stands for what find visits, starting with its start paths."""
+    def _targets(self, cmd: SimpleCommand, operands: list[str]) -> tuple[list[str], bool]:
+        """``{}`` in ``find -exec`` stands for what find visits, starting with its start paths; with ``xargs``, the
+        paths the pipeline feeds it. Also: whether that is everything under those paths (nothing narrows it)."""
+        if "xargs" in cmd.wrappers and (fed := fed_paths(self.cmds, self.i)) is not None:
+            paths, everything, narrowed_starts = fed
+            self._wide_delete(narrowed_starts, self.cwd, "deletes, from its input, files found under")
+            return operands + paths, everything
         if cmd.origin != "find -exec" or cmd.parent is None or "{}" not in operands:
-            return operands
-        starts, filtered = find_parts(self.cmds[cmd.parent].args)
-        visited = [f"{s.rstrip('/')}/{{}}" if filtered else s for s in starts]  # filtered: only things below
-        return [w for w in operands if w != "{}"] + visited
+            return operands, False
+        starts, narrowed = find_parts(self.cmds[cmd.parent].args)
+        if narrowed:
+            self._wide_delete(starts, self.cwd, "deletes files it finds under")
+        visited = [f"{s.rstrip('/')}/{{}}" if narrowed else s for s in starts]  # narrowed: only things below
+        return [w for w in operands if w != "{}"] + visited, not narrowed
+
+    def _wide_delete(self, starts: list[str], cwd: str | None, how: str) -> None:
+        """A filtered delete across a place whose loss would be unthinkable (home, ``/``, a system directory):
+        asked about, and refused under auto-approve. The project itself is where such deletes belong."""
+        for start in starts:
+            path = self.places.resolve(start, cwd)
+            what = path and self.places.catastrophic(strip_glob(path))
+            if what and what != "the whole project":
+                self._add("unattended_deny", f"{how} {what}: {short(self.text)}")
 
     def _deletes(self, operands: list[str], cwd: str | None, recursive: bool, blind: str = "") -> None:
         """Deletes of ``operands``; ``blind``: how the command destroys (``deletes recursively``) when a target only
@@ -203,12 +155,12 @@ class _Checker:
         """A target only the running shell knows. Refused when a value this command gives a variable makes it
         unthinkable; else asked about, and (``blind``) refused under auto-approve."""
         for path in self.runtime.candidates(t, cwd):
-            risk = self.places.write_risk(path)
+            risk: WriteRisk | None = self.places.write_risk(path)
             if what := self.places.catastrophic(strip_glob(path)):
                 self._hard(f"{how} {what} (through a variable set to {path})")
                 return
-            if risk is not None and risk[0] == "hard_deny":
-                self._hard(f"{risk[1]} (through a variable set to {path})")
+            if risk is not None and risk.level == "hard_deny":
+                self._hard(f"{risk.what} (through a variable set to {path})")
                 return
         if blind:
             self._add("unattended_deny", f"{how} a path only known at run time: {t}")
@@ -229,15 +181,16 @@ class _Checker:
             return
         risk = self.places.write_risk(path)
         if risk is not None:
-            level, what = risk
-            risky = level == "risky"  # no rule covers a hard deny, and no sandbox makes it harmless
-            self._add(level, f"{what}: {shown}", (target,) if risky else (), confinable=risky)
+            risky = risk.level == "risky"  # no rule covers a hard deny, and no sandbox makes it harmless
+            self._add(risk.level, f"{risk.what}: {shown}", (target,) if risky else (), exact=risk.protected,
+                      confinable=risky and risk.confinable, protected=risk.protected)
 
     def _unknown_write(self, target: str, cwd: str | None, shown: str) -> None:
         for path in self.runtime.candidates(target, cwd):
             risk = self.places.write_risk(path)
-            if risk is not None and risk[0] == "hard_deny":
-                self._add("hard_deny", f"{risk[1]} (through a variable set to {path}): {shown}")
+            if risk is not None and (risk.level == "hard_deny" or risk.protected):
+                self._add(risk.level, f"{risk.what} (through a variable set to {path}): {shown}",
+                          () if risk.level == "hard_deny" else (target,), exact=True, protected=risk.protected)
                 return
         self._add("risky", f"writes to a path only known at run time: {shown}", (target,), confinable=True)
 
@@ -245,10 +198,10 @@ class _Checker:
 
     def _risky(self, what: str, *triggers: str) -> None:
         """A risky finding about the current command, shown as "<what>: <the command>"."""
-        self._add("risky", f"{what}: {_short(self.text)}", triggers)
+        self._add("risky", f"{what}: {short(self.text)}", triggers)
 
     def _hard(self, what: str) -> None:
-        self._add("hard_deny", f"{what}: {_short(self.text)}")
+        self._add("hard_deny", f"{what}: {short(self.text)}")
 
     def _command(self, cmd: SimpleCommand, words: tuple[str, ...], cwd: str | None) -> None:
         if not words:
@@ -265,7 +218,7 @@ class _Checker:
             if inner is not None:
                 self._command(cmd, inner[1], cwd)
             return
-        call = _Call.of(cmd, words, cwd)
+        call = Call.of(cmd, words, cwd)
         handler = _HANDLERS.get(call.name)
         if handler is not None:
             handler(self, call)
@@ -273,7 +226,7 @@ class _Checker:
             self._risky(reason, *triggers)
         self._rows(call)
 
-    def _rows(self, call: _Call) -> None:
+    def _rows(self, call: Call) -> None:
         """The risky forms the table knows for this program (:mod:`anvil.core.policy.risk_rows`)."""
         for row in rows_for(call.name):
             triggers = row.match(call.program, call.args, call.sub, call.after)
@@ -286,7 +239,7 @@ class _Checker:
 
     # --- handlers: programs whose risk depends on their paths or on how their words combine -----------
 
-    def _remove(self, call: _Call) -> None:
+    def _remove(self, call: Call) -> None:
         name, opts = call.name, call.opts
         rec = [o for o in opts if o == "--recursive" or (name == "rm" and has_short(o, "rR"))]
         force = [o for o in opts if o == "--force" or (name == "rm" and has_short(o, "f"))]
@@ -296,24 +249,36 @@ class _Checker:
             how = " and ".join(w for w, on in (("recursively", rec), ("forcibly", force)) if on)
             self._risky(f"deletes {how}", *dict.fromkeys(rec + force))
         if name == "shred":
-            self._risky("destroys file contents", call.program)
+            self._shred(call)
         wholesale = "destroys the contents of" if name == "shred" else "deletes recursively" if rec else ""
         if "xargs" in call.cmd.wrappers:
-            if wholesale:
-                self._add("unattended_deny", f"{wholesale} the paths it reads from its input: {_short(self.text)}")
-            else:
-                self._risky("deletes the paths it reads from input", call.program)
-        targets = self._targets(call.cmd, call.operands)
+            self._from_input(call, wholesale)
+        targets, everything = self._targets(call.cmd, call.operands)
         from_find = call.cmd.origin == "find -exec" and any("{}" in t for t in targets)
-        self._deletes(targets, call.cwd, bool(rec), wholesale or ("deletes" if from_find else ""))
+        self._deletes(targets, call.cwd, bool(rec) or everything,
+                      wholesale or ("deletes recursively" if everything else "deletes" if from_find else ""))
 
-    def _find(self, call: _Call) -> None:
+    def _shred(self, call: Call) -> None:
+        self._risky("destroys file contents", call.program)
+        if any(_DEVICE.match(t) for t in call.operands):
+            self._hard("destroys a disk")
+
+    def _from_input(self, call: Call, wholesale: str) -> None:
+        """``xargs rm``: what it deletes comes from its input (see :meth:`_targets` for what can be read of it)."""
+        if wholesale:
+            self._add("unattended_deny", f"{wholesale} the paths it reads from its input: {short(self.text)}")
+        else:
+            self._risky("deletes the paths it reads from input", call.program)
+
+    def _find(self, call: Call) -> None:
         if "-delete" in call.args:
             self._risky("deletes what find matches", "-delete")
-            starts, filtered = find_parts(call.args)
-            self._deletes(starts, call.cwd, not filtered, "deletes what it finds under")
+            starts, narrowed = find_parts(call.args)
+            if narrowed:
+                self._wide_delete(starts, call.cwd, "deletes files it finds under")
+            self._deletes(starts, call.cwd, not narrowed, "deletes what it finds under")
 
-    def _copies(self, call: _Call) -> None:
+    def _copies(self, call: Call) -> None:
         name, args, operands, cwd = call.name, call.args, call.operands, call.cwd
         target = next((args[k + 1] for k, a in enumerate(args[:-1]) if a in ("-t", "--target-directory")),
                       None)
@@ -329,8 +294,11 @@ class _Checker:
             self._write(dest, cwd, dest)
         if name == "rsync" and (deletes := [o for o in call.opts if o.startswith("--delete")]):
             self._risky("deletes files at the destination", *deletes)
-            if dest is not None and self.places.resolve(dest, cwd) is None:
+            path = self.places.resolve(dest, cwd) if dest is not None else None
+            if dest is not None and path is None:
                 self._unknown_target(dest, cwd, "deletes files in", blind=True)
+            elif path is not None and (what := self.places.catastrophic(strip_glob(path))):
+                self._hard(f"deletes what is not in the source from {what}")
 
     def _moves(self, sources: list[str], cwd: str | None) -> None:
         for s in sources:
@@ -340,7 +308,7 @@ class _Checker:
             elif path and self.places.outside(path):
                 self._add("risky", f"moves files from outside the project: {s}", (s,))
 
-    def _writes_operands(self, call: _Call) -> None:
+    def _writes_operands(self, call: Call) -> None:
         for t in call.operands:
             if call.name == "truncate" and t[:1].isdigit():  # truncate -s 0 FILE
                 continue
@@ -349,14 +317,14 @@ class _Checker:
             else:
                 self._write(t, call.cwd, t)
 
-    def _dd(self, call: _Call) -> None:
+    def _dd(self, call: Call) -> None:
         for a in call.args:
             if a.startswith("of=") and self.places.resolve(a[3:], call.cwd) is None:
                 self._unknown_target(a[3:], call.cwd, "writes raw data to", blind=True)
             elif a.startswith("of="):
                 self._write(a[3:], call.cwd, a)
 
-    def _permissions(self, call: _Call) -> None:
+    def _permissions(self, call: Call) -> None:
         name, opts, operands = call.name, call.opts, call.operands
         rec = [o for o in opts if o == "--recursive" or has_short(o, "R")]
         mode = operands[0] if operands and not any(o.startswith("--reference") for o in opts) else ""
@@ -381,26 +349,30 @@ class _Checker:
         if _SETUID.fullmatch(mode):
             self._risky("sets the setuid/setgid bit", mode)
 
-    def _kill(self, call: _Call) -> None:
-        if kills_everything(call.words, call.name):
+    def _kill(self, call: Call) -> None:
+        if kills_everything(call.words, call.name) or selects_every_process(self.cmds, self.i):
             self._hard("kills every process you own")
         elif call.name == "kill" and (pids := dynamic_pids(call.words)):
             self._risky("kills processes chosen at run time", *pids)
 
-    def _source(self, call: _Call) -> None:
+    def _source(self, call: Call) -> None:
         if call.operands:  # code this shell runs and can set anything for the commands after it
             self._risky("runs the shell code in a file", call.operands[0])
 
-    def _ssh(self, call: _Call) -> None:
+    def _ssh(self, call: Call) -> None:
         if len(call.operands) >= 2:
             self._risky("runs commands on another machine", call.program)
 
-    def _crontab(self, call: _Call) -> None:
+    def _git(self, call: Call) -> None:
+        for reason, triggers in git_elsewhere(call.words, call.sub_at, self.places, call.cwd):
+            self._add("risky", f"{reason}: {short(self.text)}", triggers, exact=True)
+
+    def _crontab(self, call: Call) -> None:
         if "-r" in call.opts or call.operands:
             self._risky("replaces or removes your cron jobs", call.program)
 
 
-_Handler = Callable[[_Checker, _Call], None]
+_Handler = Callable[[_Checker, Call], None]
 _HANDLERS: dict[str, _Handler] = {
     **dict.fromkeys(("rm", "rmdir", "unlink", "shred"), _Checker._remove),
     "find": _Checker._find,
@@ -412,4 +384,5 @@ _HANDLERS: dict[str, _Handler] = {
     "ssh": _Checker._ssh,
     **dict.fromkeys(("source", "."), _Checker._source),
     "crontab": _Checker._crontab,
+    "git": _Checker._git,
 }

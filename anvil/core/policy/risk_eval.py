@@ -8,7 +8,9 @@ A command is "nothing to run" only when the parser can prove it. This module fin
   arithmetic), or one the shell keeps numeric (``$#``, ``RANDOM``). Variables set from input, file names,
   loops, command output or a name only known at run time are not.
 * what the parser noted (``${!x}``, ``${x@P}``, code strings built at run time), the integer attribute
-  (``declare -i``), namerefs, variable names only known at run time, ``enable -f``, ``hash -p``, ``fc``;
+  (``declare -i``), namerefs, variable names only known at run time (set, tested with ``-v`` or unset: bash
+  evaluates an array subscript in the name, ``x='a[$(cmd)]'; test -v "$x"`` runs ``cmd``), ``enable -f``,
+  ``hash -p``, ``fc``;
 * environment assignments that make a program load or run code (:func:`.env_vars.code_variable`), as a prefix,
   through ``env`` or ``sudo``, or exported for the commands after them.
 
@@ -125,6 +127,17 @@ def _tainted(parsed: ParsedCommand) -> tuple[set[str], bool]:
     return names, everything
 
 
+def _named(cmd: SimpleCommand) -> list[str]:
+    """The variable names a builtin reads or removes by name, where bash evaluates an array subscript in them:
+    ``test -v NAME`` (``[``, ``[[``) and ``unset NAME`` (not ``unset -f``, whose operands are functions)."""
+    if cmd.name in ("test", "[", "[["):
+        return [b for a, b in pairwise(cmd.args) if a in ("-v", "-R")]
+    if cmd.name == "unset":
+        opts, operands = split_options(cmd.args)
+        return [] if any("f" in o[1:] for o in opts) else operands
+    return []
+
+
 def _expressions(cmd: SimpleCommand) -> list[str]:
     """Every arithmetic expression bash evaluates for this command."""
     exprs = list(cmd.arith)
@@ -134,7 +147,7 @@ def _expressions(cmd: SimpleCommand) -> list[str]:
         words = cmd.args
         exprs += [w for k in range(1, len(words) - 1) if words[k] in _ARITH_TESTS for w in (words[k - 1], words[k + 1])]
     targets, _ = _name_operands(cmd)
-    for word in [*targets, *(a.split("=", 1)[0] for a in cmd.env)]:
+    for word in [*targets, *_named(cmd), *(a.split("=", 1)[0] for a in cmd.env)]:
         m = _SUBSCRIPT.fullmatch(word)
         if m:
             exprs.append(m.group(2))
@@ -169,6 +182,9 @@ def _builtins(cmd: SimpleCommand, index: int) -> list[Hidden]:
     targets, sets = _name_operands(cmd)
     if sets and any(_computed_name(t) for t in targets):
         out.append(Hidden(index, f"sets a variable whose name is only known at run time: {_short(cmd.text)}"))
+    if any(_computed_name(t) for t in _named(cmd)):
+        out.append(Hidden(index, "names a variable only known at run time, whose array subscript bash evaluates "
+                                 f"(running any command in it): {_short(cmd.text)}"))
     option, reason = _BUILTIN_REASONS.get(cmd.name, ("", ""))
     if option and any(o == option or o.startswith(option) for o in opts):
         out.append(Hidden(index, f"{reason}: {_short(cmd.text)}"))

@@ -9,10 +9,12 @@ as the words an allow rule must spell out.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from itertools import pairwise
 
+from anvil.core.policy.risk_paths import Places, inside
 from anvil.core.policy.risk_rows import split_options
 
 Risk = tuple[str, tuple[str, ...]]  # (reason, the words a rule must name)
@@ -72,6 +74,44 @@ def _git(words: tuple[str, ...], sub_at: int | None) -> list[Risk]:
         if operands and _GIT_RUNS.match(operands[0]) and len(operands) >= 2:
             out.append(("sets git configuration that runs commands", (operands[0],)))
     return out
+
+
+_ELSEWHERE = ("-C", "--git-dir", "--work-tree")
+
+
+def git_elsewhere(words: tuple[str, ...], sub_at: int | None, places: Places, cwd: str | None) -> list[Risk]:
+    """Options that point git at another repository (``-C dir``, ``--git-dir``, ``--bare``) or work tree: git then
+    reads that repository's configuration, whoever wrote it, and runs the programs it names. ``-C`` to the
+    project's root stays plain ``git``. So does git in a directory of the project (``cd src && git diff``),
+    unless a repository of its own sits on the way."""
+    head = words[1:sub_at] if sub_at is not None else words[1:]
+    out: list[Risk] = []
+    for i, word in enumerate(head):
+        option, _, attached = word.partition("=")
+        if word == "--bare":
+            out.append(("makes git read the current directory as a repository (its config can run programs)",
+                        (word,)))
+        elif option in _ELSEWHERE and (attached or word == option):
+            value = attached or (head[i + 1] if i + 1 < len(head) else "")
+            if option == "-C" and places.resolve(value, cwd) == places.root:
+                continue
+            found = (word,) if attached else (word, value)
+            out.append(("points git at another repository or work tree (whose config can run programs)", found))
+    if cwd is not None and cwd != places.root and inside(cwd, places.root) and _repository_on_the_way(cwd, places):
+        out.append(("runs git in a repository inside the project other than its own (whose config can run "
+                    "programs)", ()))
+    return out
+
+
+def _repository_on_the_way(path: str, places: Places) -> bool:
+    """A directory between the project's root and ``path`` (itself included) is a repository of its own: it has a
+    ``.git``, or is one (``HEAD`` and ``objects`` in it, as a bare repository has)."""
+    while path != places.root and inside(path, places.root):
+        if os.path.lexists(posixpath.join(path, ".git")) or (
+                os.path.isfile(posixpath.join(path, "HEAD")) and os.path.isdir(posixpath.join(path, "objects"))):
+            return True
+        path = posixpath.dirname(path)
+    return False
 
 
 def option_risks(words: tuple[str, ...], sub_at: int | None) -> list[Risk]:

@@ -30,16 +30,18 @@ _SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _MAX_CANDIDATES = 16
 
 
+#: tests that pick some of what find visits; -type, -user, -readable and the like let nearly all of it through
 _FIND_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex",
-                         "-iregex", "-type", "-xtype", "-newer", "-mtime", "-mmin", "-atime", "-amin",
-                         "-ctime", "-cmin",
-                         "-size", "-user", "-group", "-uid", "-gid", "-perm", "-empty", "-links", "-inum",
-                         "-samefile", "-lname", "-ilname", "-prune", "-used", "-readable", "-writable"})
+                         "-iregex", "-newer", "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin",
+                         "-size", "-perm", "-empty", "-inum", "-samefile", "-lname", "-ilname", "-used"})
+#: values of the name and path tests that match everything
+_MATCH_ALL = frozenset({"*", ".*", "*/*", "/*"})
 
 
 def find_parts(args: tuple[str, ...]) -> tuple[list[str], bool]:
-    """find's start paths, and whether a test (``-name``, ``-type``...) filters what it visits.
-    Unfiltered, ``find X -delete`` is ``rm -rf X``."""
+    """find's start paths, and whether a test (``-name``, ``-mtime``...) narrows what it visits. Not narrowed,
+    ``find X -delete`` is ``rm -rf X``; nor is it narrowed by a negated test (``! -name x``), a pattern that
+    matches everything (``-name '*'``) or an ``-o`` that lets the rest through."""
     k = next((k for k, a in enumerate(args) if a[:1] in "-(!" and a not in ("-L", "-P", "-H")), len(args))
     starts = [a for a in args[:k] if a not in ("-L", "-P", "-H")] or ["."]
     expression, in_exec = [], False
@@ -47,7 +49,12 @@ def find_parts(args: tuple[str, ...]) -> tuple[list[str], bool]:
         in_exec = (in_exec and a not in (";", "+")) or a in ("-exec", "-execdir", "-ok", "-okdir")
         if not in_exec:
             expression.append(a)
-    return starts, any(a in _FIND_TESTS for a in expression)
+    if any(a in ("-o", "-or") for a in expression):
+        return starts, False
+    narrowed = any(a in _FIND_TESTS and (j == 0 or expression[j - 1] not in ("!", "-not"))
+                   and (j + 1 >= len(expression) or expression[j + 1] not in _MATCH_ALL)
+                   for j, a in enumerate(expression))
+    return starts, narrowed
 
 
 class RunTimeTargets:

@@ -27,6 +27,8 @@ class Ctx:
     depth: int = 0
     pipe: tuple[int, int] | None = None
     function: str = ""
+    #: the endless loop (``while true``) the commands are in: an id, or -1
+    loop: int = -1
 
 
 #: parses one source into the builder (the parser's entry point, handed in to avoid an import cycle)
@@ -59,7 +61,7 @@ class Builder:
         self.out.append(SimpleCommand(tuple(argv), text.strip(), tuple(env) + more_env, tuple(redirects),
                                       words, wrappers, ctx.origin, ctx.parent, pid, stage,
                                       arith=tuple(notes.exprs), late=tuple(dict.fromkeys(late)),
-                                      function=ctx.function))
+                                      function=ctx.function, loop=ctx.loop))
         idx = len(self.out) - 1
         child = Ctx(idx, "substitution", ctx.depth + 1, ctx.pipe, ctx.function)
         self.nested([*subs, *((origin, script) for origin, script, _ in scripts)], child)

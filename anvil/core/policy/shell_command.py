@@ -51,6 +51,7 @@ class SimpleCommand:
     late: tuple[str, ...] = ()
     function: str = ""  # the function whose body this command is in
     background: bool = False  # started with ``&``
+    loop: int = -1  # the endless loop (``while true; do ...``) this command is in: an id, or -1
 
     @property
     def program(self) -> str:

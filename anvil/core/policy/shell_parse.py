@@ -26,6 +26,7 @@ Decisions:
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -35,6 +36,8 @@ from anvil.core.policy.shell_fallback import fallback_into
 from anvil.core.policy.shell_lex import _ASSIGN, _Fail, _Lexer, _Notes, _Tok
 
 _MAX_SOURCE = 100_000
+#: a loop that never ends by itself: ``while true``, ``while :``, ``while [ 1 ]``, ``until false``
+_ENDLESS = re.compile(r"\s*(while\s+(true|:|/bin/true|\[\s*1\s*\]|\(\(\s*1\s*\)\))|until\s+(false|/bin/false))\s*[;\n]")
 
 
 def parse_command(source: str) -> ParsedCommand:
@@ -125,6 +128,8 @@ def _compound(node: Any, src: str, b: Builder, ctx: Ctx) -> None:
     names = [p for p in parts if p.kind == "word"]
     if kind == "function" and names:
         ctx = replace(ctx, function=_word(src[names[0].pos[0]:names[0].pos[1]]).text)
+    elif kind in ("while", "until") and _ENDLESS.match(src, node.pos[0]):
+        ctx = replace(ctx, loop=b.new_pid())
     elif kind == "for" and names:
         b.loop_vars.append(_word(src[names[0].pos[0]:names[0].pos[1]]).text)
     for part in parts:

@@ -4,17 +4,22 @@
 - project: the project memory files (AGENTS.md, CLAUDE.md, ANVIL.md at the root, and the user-level
   AGENTS.md), capped at 32 KiB in all and saying so when cut; the detected stack; a short summary of the
   repository's top level.
-- environment: date, OS, working directory, git branch and whether the tree is dirty.
+- environment: date, OS, working directory, git branch and whether the tree is dirty (git run so that it runs
+  nothing the repository's configuration names: :mod:`anvil.core.safe_git`).
+
+May import: safe_git (anvil's own git calls), and otherwise nothing else in anvil (the standard library only);
+the loop and runtime hand it plain values.
 """
 
 from __future__ import annotations
 
 import platform
-import subprocess
 import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+
+from anvil.core.safe_git import overrides, run_git
 
 MEMORY_FILES = ("AGENTS.md", "CLAUDE.md", "ANVIL.md")
 MEMORY_CAP = 32 * 1024
@@ -92,23 +97,22 @@ def repository_summary(root: Path, limit: int = 40) -> str:
     return shown + (f", … {more} more" if more > 0 else "")
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=2)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return result.stdout.strip() if result.returncode == 0 else None
+def _git(root: Path, options: list[str], *args: str) -> str | None:
+    result = run_git(root, *args, timeout=2, options=options)
+    return result.stdout.strip() if result is not None and result.returncode == 0 else None
 
 
 def environment(root: Path) -> str:
     lines = [f"Date: {time.strftime('%Y-%m-%d')}", f"OS: {platform.system()} {platform.release()}",
              f"Working directory (project root): {root}"]
-    if _git(root, "rev-parse", "--is-inside-work-tree") != "true":
+    options = overrides(root)  # git runs nothing the repository's configuration names (anvil.core.safe_git)
+    if _git(root, options, "rev-parse", "--is-inside-work-tree") != "true":
         lines.append("Git: not a git repository")
     else:
         # `branch --show-current` also names an unborn branch (no commits yet); empty when detached.
-        branch = _git(root, "branch", "--show-current") or f"(detached at {_git(root, 'rev-parse', '--short', 'HEAD')})"
-        status = _git(root, "status", "--porcelain")
+        branch = _git(root, options, "branch", "--show-current") or \
+            f"(detached at {_git(root, options, 'rev-parse', '--short', 'HEAD')})"
+        status = _git(root, options, "status", "--porcelain", "--ignore-submodules=all")
         dirty = "uncommitted changes" if status else "clean"
         lines.append(f"Git: branch {branch}, {dirty}")
     return "\n".join(lines)

@@ -6,6 +6,11 @@ the namespace, ``setsid`` daemons included), its own IPC namespace and, unless t
 network namespace with only a loopback. All capabilities are dropped, which matters when anvil runs as root:
 root keeping ``CAP_SYS_ADMIN`` in the sandbox could remount ``/`` read-write. ``--disable-userns`` stops the
 command from making user namespaces of its own, where it would get capabilities back.
+
+The sandbox's own ``/proc`` is writable where the kernel lets the caller write, which for root (even without
+capabilities) includes the kernel's settings: ``/proc/sys/kernel/core_pattern`` names a program the kernel runs
+as root outside every namespace when a process crashes. So the kernel's knobs (:data:`PROC_READ_ONLY`) are
+mounted read-only on top, as container runtimes do; ``/sys`` is already read-only with the rest of ``/``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from anvil.core.sandbox.places import MountPlan
 _PROBED: dict[str, BwrapSupport] = {}
 _BASE = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
 _NO_USERNS = ["--unshare-user", "--disable-userns"]
+#: what in /proc changes the kernel rather than a process: read-only in the sandbox (those that exist)
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/acpi",
+                  "/proc/scsi")
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,8 @@ def bwrap_argv(support: BwrapSupport, plan: MountPlan, *, network: bool, cwd: Pa
     if not network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for knob in PROC_READ_ONLY:
+        argv += ["--ro-bind-try", knob, knob]
     for mount in plan.mounts:
         if mount.kind == "tmpfs":
             argv += ["--tmpfs", str(mount.dest)]

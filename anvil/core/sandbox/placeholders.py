@@ -3,7 +3,9 @@
 A mount needs something to mount on: a command must not be able to create ``.git/hooks/pre-commit`` or
 ``.anvil/config.toml``, so an empty directory (or file) is made where they would be and mounted read-only.
 Git skips an empty ``.git`` (it looks further up) and anvil reads nothing from an empty ``.anvil``, so they
-stay for the session and are removed when it ends, if still empty.
+stay for the session and are removed when it ends, if still empty. A missing ``.git/commondir`` gets a file
+pointing at its own directory (``.``), the one content git accepts that changes nothing (an empty one stops
+git); it is removed when it still says just that.
 
 Several anvil sessions may share a project. Each holds a shared lock on the project's lock file (in anvil's
 data dir) while it lives; the one that ends last (the only one that gets the lock exclusively) removes every
@@ -19,9 +21,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO
 
 from anvil.core.private_files import open_private, private_dir, replace_private
+from anvil.core.sandbox.git_places import POINTER_TO_ITSELF, PlaceKind
 
 
 class Placeholders:
@@ -42,7 +45,7 @@ class Placeholders:
         except OSError:
             self._lock = None
 
-    def make(self, wanted: list[tuple[Path, Literal["file", "dir"]]]) -> None:
+    def make(self, wanted: list[tuple[Path, PlaceKind]]) -> None:
         made: list[Path] = []
         for path, kind in wanted:
             try:
@@ -50,7 +53,8 @@ class Placeholders:
                     path.mkdir(parents=True)
                 else:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.touch(exist_ok=False)
+                    with path.open("x", encoding="utf-8") as f:
+                        f.write(POINTER_TO_ITSELF if kind == "pointer" else "")
             except OSError:
                 continue  # it appeared meanwhile (then it is real), or bubblewrap will say why it cannot mount
             made.append(path)
@@ -71,7 +75,7 @@ class Placeholders:
             with contextlib.suppress(OSError):
                 if path.is_dir() and not path.is_symlink():
                     path.rmdir()  # only when empty: anything in it is someone's own now
-                elif path.is_file() and path.stat().st_size == 0:
+                elif path.is_file() and path.read_bytes() in (b"", POINTER_TO_ITSELF.encode()):
                     path.unlink()
             if not path.exists():
                 ledger.discard(path)

@@ -6,9 +6,10 @@ The policy, the same on every OS:
   ``$TMPDIR``), the ``allowed_dirs``, the package managers' caches in the home directory and ``[sandbox]
   writable``.
 * Read-only even inside those: anvil's configuration (``.anvil/config.toml``, ``.anvil/permissions.toml``,
-  ``.anvil/agents/``, ``.anvil/hooks/``, the user config dir), anvil's data dir, git's ``config`` and ``hooks``,
-  and, when the home directory is writable, the shell's start-up files, ``~/.gitconfig`` and ``~/.ssh``.
-  The rest of ``.anvil/`` (work files) stays writable.
+  ``.anvil/agents/``, ``.anvil/hooks/``, the user config dir), anvil's data dir, what git reads as configuration
+  or as a pointer to another git directory (:mod:`.git_places`), the scripts anvil's hooks and MCP servers run
+  outside the sandbox (``Places.scripts``), and, when the home directory is writable, the shell's start-up
+  files, ``~/.gitconfig`` and ``~/.ssh``. The rest of ``.anvil/`` (work files) and of ``.git`` stays writable.
 * Hidden: ``/run`` (the session bus, docker's socket, agents' sockets) and the host's temp dir (tmux's, X11's
   and ssh-agent's sockets): a connection to a socket there would run code outside the sandbox.
 
@@ -24,6 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from anvil.core.sandbox.git_places import PlaceKind, Protected, git_protected
+from anvil.core.sandbox.limits import DEFAULT_MAX_PROCESSES
 
 SandboxMode = Literal["auto", "required", "off"]
 MountKind = Literal["ro-bind", "bind", "tmpfs", "dir"]
@@ -49,6 +53,8 @@ class SandboxSettings:
     writable: tuple[Path, ...] = ()
     #: the package managers' caches in the home directory are writable
     writable_caches: bool = True
+    #: how many processes (threads included) one command may have at once; 0 for no cap
+    max_processes: int = DEFAULT_MAX_PROCESSES
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class Places:
     config_dir: Path | None = None  # the user's anvil config dir
     data_dir: Path | None = None  # anvil's data dir
     home: Path = field(default_factory=Path.home)
+    #: files in the project that anvil's hooks and MCP servers run outside the sandbox
+    scripts: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", self.root.resolve())
@@ -82,7 +90,7 @@ class Mount:
 class MountPlan:
     mounts: list[Mount]
     #: protected paths that did not exist: created empty for the command, removed after if still empty
-    placeholders: list[tuple[Path, Literal["file", "dir"]]]
+    placeholders: list[tuple[Path, PlaceKind]]
     #: host directories a command may write (without the private temp dir), for messages and profiles
     writable: list[Path]
     #: read-only paths inside the writable ones, for messages and profiles
@@ -90,6 +98,8 @@ class MountPlan:
     #: directories between a writable root and a protected path, which must not be renamed
     pinned: list[Path]
     temp_dirs: list[Path]
+    #: the protected scripts that hooks and MCP servers run outside the sandbox
+    scripts: list[Path] = field(default_factory=list)
 
 
 def cache_dirs(home: Path, env: Mapping[str, str]) -> list[Path]:
@@ -131,50 +141,11 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def git_protected(root: Path) -> list[tuple[Path, Literal["file", "dir"], bool]]:
-    """git's files that run code: (path, kind, placeholder when missing). A ``.git`` file (a worktree or a
-    submodule) is itself protected, as it names the directory git reads its config from."""
-    dot_git = root / ".git"
-    if not dot_git.exists():
-        return [(dot_git, "dir", True)]
-    found: list[tuple[Path, Literal["file", "dir"], bool]] = []
-    git_dirs = [dot_git]
-    if dot_git.is_file():
-        found.append((dot_git, "file", False))
-        git_dirs = _linked_git_dirs(dot_git)
-    for git_dir in git_dirs:
-        found += [(git_dir / "config", "file", git_dir == dot_git), (git_dir / "hooks", "dir", git_dir == dot_git),
-                  (git_dir / "config.worktree", "file", False)]
-        modules = git_dir / "modules"
-        if modules.is_dir():  # submodules keep their own config and hooks in here
-            for config in sorted(modules.glob("**/config"))[:200]:
-                if config.is_file():
-                    found += [(config, "file", False), (config.parent / "hooks", "dir", False)]
-    return found
-
-
-def _linked_git_dirs(dot_git_file: Path) -> list[Path]:
-    try:
-        text = dot_git_file.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return []
-    if not text.startswith("gitdir:"):
-        return []
-    git_dir = (dot_git_file.parent / text.split(":", 1)[1].strip()).resolve()
-    dirs = [git_dir]
-    try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-        dirs.append((git_dir / common).resolve())
-    except OSError:
-        pass
-    return dirs
-
-
-def anvil_protected(places: Places) -> tuple[list[tuple[Path, Literal["file", "dir"], bool]], list[Path]]:
+def anvil_protected(places: Places) -> tuple[list[Protected], list[Path]]:
     """anvil's own files: (path, kind, placeholder when missing), and the work files under ``.anvil/`` that
     stay writable under the read-only ``.anvil``."""
     dot_anvil = places.root / ".anvil"
-    protected: list[tuple[Path, Literal["file", "dir"], bool]] = [(dot_anvil, "dir", True)]
+    protected: list[Protected] = [(dot_anvil, "dir", True)]
     reopened: list[Path] = []
     if dot_anvil.is_dir() and not dot_anvil.is_symlink():
         with os.scandir(dot_anvil) as entries:
@@ -184,6 +155,7 @@ def anvil_protected(places: Places) -> tuple[list[tuple[Path, Literal["file", "d
         if own is not None:
             protected.append((own, "dir", True))
     protected += [(places.home / name, "file", False) for name in HOME_PROTECTED]  # kept only when they exist
+    protected += [(script, "file", False) for script in places.scripts]
     return protected, reopened
 
 
@@ -199,9 +171,11 @@ def plan_mounts(places: Places, settings: SandboxSettings, private_tmp: Path,
     mounts += [Mount("bind", w, w) for w in writable]
     anvil_paths, reopened = anvil_protected(places)
     protected: list[Path] = []
-    placeholders: list[tuple[Path, Literal["file", "dir"]]] = []
-    for path, kind, placeholder in [*anvil_paths, *git_protected(places.root)]:
+    placeholders: list[tuple[Path, PlaceKind]] = []
+    for path, kind, placeholder in dict.fromkeys([*anvil_paths, *git_protected(places.root)]):
         real = _real(path) if path.exists() else path
+        if real in protected:
+            continue
         if _outermost(real, writable) is None:
             continue  # already read-only
         if not path.exists() and not path.is_symlink():
@@ -214,7 +188,8 @@ def plan_mounts(places: Places, settings: SandboxSettings, private_tmp: Path,
     mounts += [Mount("ro-bind", p, p) for p in protected]
     mounts += [Mount("bind", p, p, role="reopen") for p in reopened if _outermost(p, writable) is not None]
     mounts.sort(key=lambda m: (m.depth, _ORDER[m.role or m.kind]))
-    return MountPlan(mounts, placeholders, writable, protected, pinned, tmp)
+    scripts = [_real(s) for s in places.scripts if _real(s) in protected]
+    return MountPlan(mounts, placeholders, writable, protected, pinned, tmp, scripts)
 
 
 def _writable_roots(places: Places, settings: SandboxSettings, env: Mapping[str, str]) -> list[Path]:
@@ -224,10 +199,15 @@ def _writable_roots(places: Places, settings: SandboxSettings, env: Mapping[str,
     roots: list[Path] = []
     for path in candidates:
         path = _real(path.expanduser())
-        if path.exists() and path not in roots:
+        if path.exists() and path not in roots and not _kernel(path):
             roots.append(path)
     # a root inside another is already writable: binding it again would only hide what is protected in it
     return [r for r in roots if not any(o != r and _inside(r, o) for o in roots)]
+
+
+def _kernel(path: Path) -> bool:
+    """The kernel's files (``/proc``, ``/sys``, ``/dev``): never made writable, whatever ``[sandbox] writable`` says."""
+    return any(path == Path(k) or Path(k) in path.parents for k in ("/proc", "/sys", "/dev")) or path == Path("/")
 
 
 def _pins(protected: list[Path], writable: list[Path]) -> list[Path]:

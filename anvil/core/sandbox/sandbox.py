@@ -23,6 +23,7 @@ from typing import Any
 from anvil.core.sandbox.blocked import Block, find_block
 from anvil.core.sandbox.bwrap import BwrapSupport, bwrap_argv, find_bwrap
 from anvil.core.sandbox.lifetime import TAG_VARIABLE
+from anvil.core.sandbox.limits import ProcessLimit
 from anvil.core.sandbox.placeholders import Placeholders
 from anvil.core.sandbox.places import Mount, MountPlan, Places, SandboxMode, SandboxSettings, plan_mounts
 from anvil.core.sandbox.proxy import PROXY_PORT, HostProxy
@@ -104,6 +105,7 @@ class Sandbox:
         self._seq = 0
         self._proxy: HostProxy | None = None
         self._placeholders: Placeholders | None = None
+        self.process_limit = ProcessLimit(settings.max_processes, session_id)
 
     @classmethod
     def disabled(cls, root: Path, session_id: str = "session") -> Sandbox:
@@ -180,7 +182,7 @@ class Sandbox:
         else:
             profile = seatbelt_profile(plan, network=network, temp_dirs=plan.temp_dirs)
             argv = seatbelt_argv(profile, command)
-        return Launch(argv, run_env, True, tag, plan)
+        return Launch(self.process_limit.wrap(argv), run_env, True, tag, plan)
 
     async def _through_proxy(self, command: Sequence[str], env: dict[str, str], extra: list[Mount]) -> list[str]:
         if self._proxy is None:
@@ -196,7 +198,18 @@ class Sandbox:
         extra.append(Mount("ro-bind", inside, socket_dir))
         _set_proxy_env(env, PROXY_PORT)
         forwarder = Path(__file__).with_name("forwarder.py")
+        for own in (forwarder.parent, Path(sys.prefix), Path(sys.base_prefix)):
+            extra += self._shown(own)
         return [sys.executable, "-I", "-S", str(forwarder), str(inside / "proxy.sock"), "--", *command]
+
+    def _shown(self, path: Path) -> list[Mount]:
+        """A directory of anvil's own (its package, its Python) that the private temp dir would hide, as with a
+        checkout or a virtualenv under /tmp: bound read-only at its place, so the sandbox still sees it."""
+        real = path.resolve()
+        for tmp in self._temp_dirs():
+            if real == tmp or tmp in real.parents:
+                return [Mount("ro-bind", real, real)]
+        return []
 
     def _placeholders_for_session(self) -> Placeholders:
         if self._placeholders is None:
@@ -210,7 +223,9 @@ class Sandbox:
         if not launch.sandboxed:
             return None
         refused = self._proxy.refused_since(launch.started) if self._proxy is not None else []
+        cap = self.process_limit.max_processes if self.process_limit.mechanism else None
         return find_block(output, launch.plan, cwd=cwd, network=self.settings.network and not self.settings.hosts,
+                          process_cap=cap,
                           refused_hosts=refused)
 
     async def close(self) -> None:
@@ -219,6 +234,7 @@ class Sandbox:
             await self._proxy.close()
         if self._placeholders is not None:
             self._placeholders.close()
+        self.process_limit.close()
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
             self._base = None

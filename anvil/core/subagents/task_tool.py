@@ -233,7 +233,7 @@ class TaskTool(Tool):
     async def _relay(self, event: ApprovalRequested, description: str, ctx: ToolContext) -> None:
         """Put a child's approval request before the person, or deny it when nobody can answer."""
         if ctx.ask is None:
-            event.answer(headless_denial(event.reasons))
+            event.answer(headless_denial(event.reasons, event.person_only))
             return
         shown = dataclasses.replace(event, title=f"Sub-agent ({description}): {event.title}")
         try:

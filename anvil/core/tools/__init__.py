@@ -1,4 +1,9 @@
-"""The tools the model works with, one module per family."""
+"""The tools the model works with, one package per family (edit, files, search, shell, web) and the small
+ones beside them (todos, interaction), on ``base`` (the Tool class with its traits, the registry, the context).
+
+May import: events, sandbox, session (checkpoints, through the tool context), process_groups, masking,
+private_files. Never the loop, the policy, the model or the settings layer: the loop calls tools, not back.
+"""
 
 from __future__ import annotations
 

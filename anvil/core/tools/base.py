@@ -43,6 +43,9 @@ class ToolResult:
     changed: bool | None = None
     #: images for the model to look at (``mime_type``, base64 ``data``), shown to models that take images
     images: list[dict[str, str]] = field(default_factory=list)
+    #: the call cannot go on without the person, and nobody can answer in this run (a headless task run): the
+    #: question; the loop ends the turn ``blocked`` after this reply's calls
+    blocked: str | None = None
 
 
 class ToolArgs(BaseModel):
@@ -69,6 +72,9 @@ class ToolSettings:
     logs_total_cap: int = 500 * 1024 * 1024
     #: seconds a background command may run before it is stopped; 0 for no limit
     background_timeout: float = 7200.0
+    #: files in the project that run outside the sandbox without asking (named by hooks and MCP servers, and by
+    #: lint, verify and test_command when commands are not sandboxed): the file tools never write them unasked
+    outside_scripts: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,8 @@ class ToolContext:
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
     #: writers of tools' files (command logs) whose failures and recoveries the loop tells the person, once each
     troubles: list[WriteTrouble] = field(default_factory=list)
+    #: what tools forget when the conversation starts afresh (a workflow's new phase): see ``new_conversation``
+    resets: list[Callable[[], None]] = field(default_factory=list)
     #: where commands run: the OS sandbox of the session, or none (mode "off") when not given
     sandbox: Sandbox = field(default=None)  # type: ignore[assignment]
     #: a file's text as the person's editor has it, unsaved changes included (an ACP client's), or None when
@@ -154,6 +162,13 @@ class ToolContext:
             return path.relative_to(self.root).as_posix() or "."
         except ValueError:
             return str(path)
+
+    def new_conversation(self) -> None:
+        """A fresh conversation begins (a workflow's new phase): the files read in the old one must be read again
+        before they are overwritten, and tools drop what only the old conversation knew (the shell's directory)."""
+        self.reads.clear()
+        for reset in self.resets:
+            reset()
 
     def record_read(self, path: Path, info: os.stat_result, digest: str) -> None:
         """Remember that the model saw ``path`` as it was when ``info`` was taken, with content hash ``digest``."""
@@ -186,8 +201,8 @@ class Tool(ABC):
     """Base class for tools. Subclasses set the class attributes and implement ``run``.
 
     The traits (``kind``, ``mutates``, ``approval``, ``rule_subject``, ``command``, ``write_targets``,
-    ``runs_tests``, ``polls``, ``main_agent_only``) say what the tool is; the policy, the loop and sub-agents
-    decide from them, never from the tool's name.
+    ``runs_tests``, ``polls``, ``main_agent_only``, ``planning``) say what the tool is; the policy, the loop,
+    sub-agents and workflows decide from them, never from the tool's name.
     """
 
     name: ClassVar[str]
@@ -206,6 +221,9 @@ class Tool(ABC):
     polls: ClassVar[bool] = False
     #: Only the main agent may use it (starting sub-agents, leaving plan mode): sub-agents never get it.
     main_agent_only: ClassVar[bool] = False
+    #: A planning phase offers it (a phased job's strategic phases): it reads, searches or writes whole files, and
+    #: runs nothing.
+    planning: ClassVar[bool] = False
 
     def rule_subject(self, args: Any) -> str | None:
         """What a tool rule's subject is matched against (``web_fetch(domain:docs.python.org)``); None when
@@ -214,6 +232,12 @@ class Tool(ABC):
 
     def command(self, args: Any) -> str | None:
         """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
+        return None
+
+    def shown_command(self, args: Any, ctx: ToolContext) -> tuple[str, Path] | None:
+        """For a tool that runs a command its approval is not about (its rule names the tool, ``run_tests(*)``):
+        the exact command line and the directory it would run in, shown when the person is asked; None for the
+        rest."""
         return None
 
     def write_targets(self, args: Any) -> list[str]:
@@ -276,16 +300,20 @@ class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._schemas: list[dict[str, Any]] | None = None
+        #: changes with every add and remove, so a view of the registry knows when to look again
+        self.version = 0
         for tool in tools or []:
             self.add(tool)
 
     def add(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
         self._schemas = None
+        self.version += 1
 
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
         self._schemas = None
+        self.version += 1
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -1,4 +1,5 @@
-"""Paths the file tools never change without the person: anvil's configuration, git's files, shell start-up files.
+"""Paths the file tools never change without the person: anvil's configuration, git's files, shell start-up files,
+and the scripts anvil itself runs outside the sandbox (those its hooks and MCP servers name).
 
 A change to one of these widens what runs or what is allowed (an allow rule, a hook, a git hook or
 ``core.fsmonitor``, a line in ``.bashrc``), so every tool that writes files declares the paths it writes
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
@@ -31,12 +33,14 @@ CONFIG = "anvil's own configuration"
 GIT = "git's own files"
 SHELL = "a shell start-up file"
 DATA = "anvil's own data"
+SCRIPT = "a script anvil runs outside the sandbox"
 #: what a change to each kind of protected file could do, said in the approval and in refusals
 WHY = {
     CONFIG: "a change here can grant permissions or add hooks and commands that anvil then runs unasked",
     GIT: "git runs the programs its config and hooks name, even for a plain `git status`",
     SHELL: "every new shell runs what it says",
     DATA: "anvil's sessions and its record of which folders the person trusts",
+    SCRIPT: "a hook or an MCP server (or, unsandboxed, lint, verify or test_command) runs it without asking",
 }
 #: start-up files of bash, zsh, sh, csh, ksh, X sessions and direnv, wherever they are
 SHELL_STARTUP = frozenset({
@@ -80,10 +84,13 @@ def _by_name(parts: list[str]) -> str | None:
     return SHELL if name in SHELL_STARTUP or name == "config.fish" else None
 
 
-def classify(path: PurePath, config_dirs: list[Path], data_dir: Path | None) -> str | None:
-    """Which kind of protected file ``path`` is (:data:`CONFIG`, :data:`GIT`, :data:`SHELL`, :data:`DATA`), or
-    None. ``path`` is absolute; the directories are compared as given and as resolved."""
+def classify(path: PurePath, config_dirs: list[Path], data_dir: Path | None,
+             scripts: Sequence[Path] = ()) -> str | None:
+    """Which kind of protected file ``path`` is (:data:`CONFIG`, :data:`GIT`, :data:`SHELL`, :data:`DATA`,
+    :data:`SCRIPT`), or None. ``path`` is absolute; the directories are compared as given and as resolved."""
     parts = folded_parts(path)
+    if any(parts == folded_parts(script) for script in scripts):
+        return SCRIPT
     for directory in config_dirs:
         if _in_dir(parts, directory) or _in_dir(parts, directory.resolve()):
             return CONFIG
@@ -112,7 +119,7 @@ def protected_write(ctx: ToolContext, raw: str) -> ProtectedWrite | None:
     tool agree whatever changes on disk between them). Raises :class:`ToolError` when the path reaches a
     protected file through a symbolic link: that write is refused outright."""
     lexical = lexical_path(raw, ctx.root)
-    kind = classify(lexical, ctx.settings.config_dirs, ctx.data_dir)
+    kind = classify(lexical, ctx.settings.config_dirs, ctx.data_dir, ctx.settings.outside_scripts)
     try:
         resolved: Path | None = ctx.resolve(raw)
     except ToolError:
@@ -126,7 +133,7 @@ def check_link_target(ctx: ToolContext, raw: str, resolved: Path) -> None:
     """Refuse a write that reaches a protected file through a symbolic link (or ``..`` after one).
 
     Called by the policy and again by the tool right before it writes, with the path resolved then."""
-    kind = classify(resolved, ctx.settings.config_dirs, ctx.data_dir)
+    kind = classify(resolved, ctx.settings.config_dirs, ctx.data_dir, ctx.settings.outside_scripts)
     lexical = lexical_path(raw, ctx.root)
     if kind is None or folded_parts(resolved) == folded_parts(lexical):
         return

@@ -62,7 +62,8 @@ def by_name(mgr: McpManager) -> dict[str, McpTool]:
 async def test_tools_are_discovered_and_calls_work(manager: McpManager, project: Path, tmp_path: Path) -> None:
     tools = by_name(manager)
     assert set(tools) == {"mcp__demo__add", "mcp__demo__fail_hard", "mcp__demo__pid", "mcp__demo__picture",
-                          "mcp__demo__sleepy", "mcp__demo__count", "mcp__demo__grow", "mcp__demo__roots"}
+                          "mcp__demo__sleepy", "mcp__demo__count", "mcp__demo__grow", "mcp__demo__roots",
+                          "mcp__demo__write_file"}
     add = tools["mcp__demo__add"]
     assert not add.mutates and tools["mcp__demo__pid"].mutates  # only what the server marks read-only
     assert (add.kind, add.approval) == ("other", "rule")

@@ -3,7 +3,8 @@
 Each row: the command, the expected decision, and a word that must appear in one of the reasons
 ("" = no risk reason expected for an allow). Decisions: allow (by rules), ask, deny (by a deny
 rule), hard (hard-deny, refused even with auto-approve), blind (a destructive command whose target
-only the running shell knows: asked, and refused under auto-approve). The attacks and the commands
+only the running shell knows: asked, and refused under auto-approve), protected (a write to anvil's configuration,
+git's files or a shell start-up file: asked even under auto-approve). The attacks and the commands
 next to them that must not start asking are in ``test_command_corpus_hidden``.
 """
 
@@ -177,7 +178,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("rm -r ../sibling", "ask", "deletes outside the project"),
     ("rm /etc/hosts", "ask", "deletes outside the project"),
     ('echo "hello" > out.txt', "allow", ""),
-    ("echo 'export PATH=$PATH:~/bin' >> ~/.bashrc", "ask", "shell startup file"),
+    ("echo 'export PATH=$PATH:~/bin' >> ~/.bashrc", "protected", "shell start-up file"),
     ("echo 127.0.0.1 x >> /etc/hosts", "ask", "writes outside the project"),
     ("cat > notes.md <<'EOF'\n# Notes\n\n- $(not executed)\nEOF", "allow", ""),
     ('cat <<EOF > config.json\n{"built": "$(date)"}\nEOF', "ask", "no rule allows: date"),
@@ -258,7 +259,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("cat <<EOF\n$(unclosed\nEOF", "ask", "could not be checked"),
 ]
 
-EXPECTED_ACTION = {"allow": "allow", "ask": "ask", "deny": "deny", "hard": "deny", "blind": "ask"}
+EXPECTED_ACTION = {"allow": "allow", "ask": "ask", "deny": "deny", "hard": "deny", "blind": "ask", "protected": "ask"}
 
 
 def rules() -> CommandRules:
@@ -294,9 +295,12 @@ def test_corpus(command: str, expected: str, keyword: str) -> None:
 
 @pytest.mark.parametrize(("command", "expected"), [(c, e) for c, e, _ in CORPUS])
 def test_corpus_with_auto_approve(command: str, expected: str) -> None:
-    """Auto-approve allows everything except hard-deny, deny rules, and what cannot be read."""
+    """Auto-approve allows everything except hard-deny, deny rules, what cannot be read, and writes to protected
+    files (asked about in every mode)."""
     verdict = evaluate_command(command, rules(), ROOT, HOME, auto_approve=True)
-    if expected in ("hard", "deny", "blind"):
+    if expected == "protected":
+        assert verdict.action == "ask"
+    elif expected in ("hard", "deny", "blind"):
         assert verdict.action == "deny"
     elif verdict.by == "parse failure":
         assert verdict.action == "ask"
@@ -304,7 +308,7 @@ def test_corpus_with_auto_approve(command: str, expected: str) -> None:
         assert (verdict.action, verdict.by) == ("allow", "auto-approve")
 
 
-@pytest.mark.parametrize("command", [c for c, e, _ in CORPUS if e in ("ask", "blind")])
+@pytest.mark.parametrize("command", [c for c, e, _ in CORPUS if e in ("ask", "blind", "protected")])
 def test_always_allow_sticks(command: str) -> None:
     """Saving each suggested pattern makes progress: no pattern is ever offered twice, and the
     command ends up allowed unless a part is one no rule may pre-approve."""

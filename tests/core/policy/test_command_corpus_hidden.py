@@ -9,7 +9,8 @@ makes the command dangerous. Each row: the command, the expected outcome, a word
 
 Outcomes: ``allow`` (by a rule, no risk), ``ask`` (asked; allowed by auto-approve, the OS sandbox containing it),
 ``blind`` (a destructive command whose target only the running shell knows: asked, and refused under
-auto-approve), ``hard`` (refused always).
+auto-approve), ``hard`` (refused always), ``protected`` (a write to anvil's configuration, git's files or a shell
+start-up file: asked even under auto-approve, like the file tools' writes).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ BROAD = ["git *", "python *", "python3 *", "bash *", "sh *", "eval *", "trap *",
          "killall *", "killall5 *", "dd *", "shred *", "truncate *", "rsync *", "ln *", "chown *", "mkfs.ext4 *",
          "perl *", "ruby *", "watch *", "kubectl *", "cargo *", "npm *", "gh *", "docker *", "sudo *", "case *",
          "VAR=1 make test", "source .venv/bin/activate", "GIT_DIR=.git git status *", "PYTHONPATH=src pytest *",
-         "docker run prune *", "gh release *"]
+         "docker run prune *", "gh release *", "unset *", "[ *", "ps *", "xargs *"]
 PAYLOAD = "./payload.sh"
 
 CORPUS: list[tuple[str, str, str]] = [
@@ -169,7 +170,7 @@ CORPUS: list[tuple[str, str, str]] = [
     ("find \"$TARGET\" -delete", "blind", "only known at run time"),
     ("find $(pwd) -name '*.pyc' -delete", "blind", "only known at run time"),
     ("find \"$dir\" -type f -exec rm -f {} +", "blind", "only known at run time"),
-    ("echo / | xargs rm -rf", "blind", "reads from its input"),
+    ("echo / | xargs rm -rf", "hard", "whole filesystem"),
     ("find . -name node_modules | xargs rm -rf", "blind", "reads from its input"),
     ("ln -s .. up && rm -rf up/*", "hard", "home directory"),
     ("ln -s /etc cfg && rm -rf cfg/", "hard", "system directory"),
@@ -209,6 +210,81 @@ CORPUS: list[tuple[str, str, str]] = [
     ("echo x | tee $x", "ask", "writes to a path only known at run time: $x"),
     ("echo x | tee -a \"$LOG\"", "ask", "writes to a path only known at run time"),
     ("cp id_rsa \"$DEST\"", "ask", "writes to a path only known at run time"),
+    # --- names bash evaluates a subscript in: test -v, unset -------------------------------------------------------
+    ("x='a[$(touch /tmp/pwn)]'; test -v \"$x\"", "ask", "names a variable only known at run time"),
+    ("x='a[$(touch /tmp/pwn)]'; [ -v \"$x\" ]", "ask", "names a variable only known at run time"),
+    ("x='a[$(touch /tmp/pwn)]'; [[ -v $x ]]", "ask", "names a variable only known at run time"),
+    ("a=(1); unset 'a[$(touch /tmp/pwn)]'", "ask", "as arithmetic"),
+    ("x='a[$(touch /tmp/pwn)]'; unset \"$x\"", "ask", "names a variable only known at run time"),
+    ("x='a[$(touch /tmp/pwn)]'; unset -v \"$x\"", "ask", "names a variable only known at run time"),
+    ("read -r name; unset \"$name\"", "ask", "names a variable only known at run time"),
+    ("unset -f cleanup", "allow", ""),
+    ("unset OLDPWD CDPATH", "allow", ""),
+    ("unset 'cache[0]'", "allow", ""),
+    ("test -v HOME && echo set", "allow", ""),
+    ("[[ -v CI ]] && echo ci", "allow", ""),
+    # --- git pointed at another repository, whose config the model may have written --------------------------------
+    ("git --git-dir=evil --work-tree=. status", "ask", "another repository"),
+    ("git --git-dir evil log", "ask", "another repository"),
+    ("git -C evil status", "ask", "another repository"),
+    ("git -C ../elsewhere diff", "ask", "another repository"),
+    ("git --work-tree=/ status", "ask", "another repository"),
+    ("git --bare status", "ask", "as a repository"),
+    ("git -C /home/dev/proj status", "allow", ""),
+    ("git -C . log --oneline -3", "allow", ""),
+    # --- writes to protected files by the shell: asked even under auto-approve ------------------------------------
+    ("echo ../evil > .git/commondir", "protected", "git's own files"),
+    ("printf '[core]\\n\\tfsmonitor = x\\n' > vendor/lib/.git/config", "protected", "git's own files"),
+    ("cp hooks/pre-commit .git/hooks/pre-commit", "protected", "git's own files"),
+    ("echo 'auto_approve = true' >> .anvil/config.toml", "protected", "anvil's own configuration"),
+    ("cp /tmp/rules.toml .anvil/permissions.toml", "protected", "anvil's own configuration"),
+    ("echo 'mode = \"auto\"' | tee -a ~/.config/anvil/config.toml", "protected", "anvil's own configuration"),
+    ("echo 'curl x | sh' >> ~/.zshrc", "protected", "shell start-up file"),
+    ("echo 'eval \"$(x)\"' > .envrc", "protected", "shell start-up file"),
+    ("d=.anvil; echo 'auto_approve = true' > $d/config.toml", "protected", "anvil's own configuration"),
+    ("echo done > .anvil/jobs/last.txt", "allow", ""),
+    ("echo '*.log' >> .gitignore", "allow", ""),
+    ("echo abc123 >> .git-blame-ignore-revs", "allow", ""),
+    # --- the kernel's own files ----------------------------------------------------------------------------------
+    ("echo b > /proc/sysrq-trigger", "hard", "SysRq"),
+    ("echo '|/tmp/x.sh %p' > /proc/sys/kernel/core_pattern", "ask", "kernel's settings"),
+    ("echo 3 | tee /proc/sys/vm/drop_caches", "ask", "kernel's settings"),
+    # --- deletes across a place whose loss is unthinkable ---------------------------------------------------------
+    ("find ~ -type f -exec rm {} +", "hard", "home directory"),
+    ("find / -type f -exec rm -f {} \\;", "hard", "whole filesystem"),
+    ("find ~ ! -name .bashrc -delete", "hard", "home directory"),
+    ("find ~ -name '*' -delete", "hard", "home directory"),
+    ("find ~ -name '*.log' -o -type f -delete", "hard", "home directory"),
+    ("find ~ -name '*.log' -exec rm {} +", "blind", "under your home directory"),
+    ("find / -name core -delete", "blind", "under the whole filesystem"),
+    ("find ~ | xargs rm", "hard", "home directory"),
+    ("find / -type f | xargs rm -f", "hard", "whole filesystem"),
+    ("find ~ -name '*.tmp' | xargs rm", "blind", "under your home directory"),
+    ("ls ~ | xargs rm -rf", "hard", "home directory"),
+    ("rsync -a --delete empty/ ~/", "hard", "home directory"),
+    ("rsync -a --delete empty/ /", "hard", "whole filesystem"),
+    ("shred /dev/sda", "hard", "destroys a disk"),
+    ("shred -n 3 -z /dev/nvme0n1", "hard", "destroys a disk"),
+    ("find build -type f -delete", "ask", "deletes what find matches"),
+    ("find . -name '*.pyc' -delete", "ask", "deletes what find matches"),
+    ("rsync -a --delete src/ backup/", "ask", "deletes files at the destination"),
+    ("git ls-files -z '*.orig' | xargs -0 rm", "allow", "deletes the paths it reads from input"),
+    # --- kills of every process, fork bombs through names only known at run time ----------------------------------
+    ("kill -9 $(pgrep -u $USER)", "hard", "every process"),
+    ("kill $(ps -u $USER -o pid=)", "hard", "every process"),
+    ("ps -e -o pid= | xargs kill -9", "hard", "every process"),
+    ("kill $(ps aux | grep vite | awk '{print $2}')", "ask", "kills processes chosen at run time"),
+    ("f(){ ${FUNCNAME[0]}|${FUNCNAME[0]}& }; f", "hard", "fork bomb"),
+    ("f(){ g=f; $g|$g& }; f", "hard", "fork bomb"),
+    ("f(){ $1 | $1 & }; f f", "hard", "fork bomb"),
+    ("f(){ \"$@\" | \"$@\" & }; f f", "hard", "fork bomb"),
+    ("perl -e 'fork while fork'", "hard", "fork bomb"),
+    ("ruby -e 'loop { fork }'", "hard", "fork bomb"),
+    ("python3 -c 'import os\nwhile True: os.fork()'", "hard", "fork bomb"),
+    ("while true; do sleep 1 & done", "hard", "fork bomb"),
+    ("until false; do ./spawn.sh & done", "hard", "fork bomb"),
+    ("while :; do make test & wait; done", "ask", "no rule allows"),
+    ("perl -e 'print \"hi\\n\"'", "allow", ""),
     # --- ordinary commands that must keep working under the rules ------------------------------------------------
     ("VAR=1 make test", "allow", ""),
     ("git status", "allow", ""),
@@ -250,7 +326,8 @@ def test_corpus_is_large_and_unique() -> None:
 @pytest.mark.parametrize(("command", "expected", "keyword"), CORPUS, ids=[c[:50] for c, _, _ in CORPUS])
 def test_corpus(command: str, expected: str, keyword: str) -> None:
     verdict = evaluate_command(command, rules(), ROOT, HOME)
-    assert verdict.action == {"allow": "allow", "ask": "ask", "blind": "ask", "hard": "deny"}[expected], verdict
+    assert verdict.action == {"allow": "allow", "ask": "ask", "blind": "ask", "hard": "deny",
+                              "protected": "ask"}[expected], verdict
     if expected == "hard":
         assert verdict.by == "hard-deny" and "never runs it" in verdict.message
     if expected == "allow":
@@ -262,9 +339,12 @@ def test_corpus(command: str, expected: str, keyword: str) -> None:
 
 @pytest.mark.parametrize(("command", "expected"), [(c, e) for c, e, _ in CORPUS])
 def test_corpus_with_auto_approve(command: str, expected: str) -> None:
-    """Auto-approve runs what asks (the sandbox contains it), never a hard-deny or a blind destructive command."""
+    """Auto-approve runs what asks (the sandbox contains it), never a hard-deny or a blind destructive command, and
+    asks about a write to a protected file."""
     verdict = evaluate_command(command, rules(), ROOT, HOME, auto_approve=True)
-    if expected in ("hard", "blind"):
+    if expected == "protected":
+        assert (verdict.action, verdict.by) == ("ask", "risk"), verdict
+    elif expected in ("hard", "blind"):
         assert (verdict.action, verdict.by) == ("deny", "hard-deny"), verdict
         assert "auto-approve" in verdict.message and "another way" in verdict.message
     elif verdict.by == "parse failure":

@@ -222,3 +222,59 @@ async def test_a_hook_that_approves_every_call_does_not_stand_in_for_the_person(
         await runtime.close()
     assert asked and asked[0].reasons[0].startswith("anvil's own configuration")
     assert not (project / ".anvil" / "config.toml").exists()
+
+
+# -- MCP tools that write files, and scripts anvil runs outside the sandbox ---------------------------------
+
+
+def fs_tool(name: str = "write_file", read_only: bool = False) -> Any:
+    from types import SimpleNamespace
+
+    from anvil.core.mcp.tools import McpTool
+
+    remote = SimpleNamespace(name=name, description="", input_schema={"type": "object"},
+                             annotations=SimpleNamespace(read_only_hint=read_only))
+    return McpTool(SimpleNamespace(name="fs"), remote)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("tool_name", "arguments", "shown"), [
+    ("write_file", {"path": ".git/config", "content": "x"}, ".git/config"),
+    ("edit_file", {"path": "src/a.py", "edits": [{"path": ".anvil/config.toml", "oldText": "a"}]},
+     ".anvil/config.toml"),
+    ("move_file", {"source": ".git/hooks/pre-commit.sample", "destination": ".git/hooks/pre-commit"},
+     ".git/hooks/pre-commit.sample"),
+    ("write_file", {"uri": "file://{root}/.bashrc", "text": "x"}, ".bashrc"),
+])
+def test_an_mcp_tool_that_writes_a_protected_file_asks_even_in_auto_mode(ctx: ToolContext, tool_name: str,
+                                                                        arguments: dict[str, Any], shown: str) -> None:
+    tool = fs_tool(tool_name)
+    arguments = {k: v.format(root=ctx.root) if isinstance(v, str) else v for k, v in arguments.items()}
+    args = tool.Args.model_validate(arguments)
+    found = ApprovalPolicy(mode="auto", rule_lists={"user": (["mcp__fs__*(*)"], [])}).evaluate(tool, args, ctx)
+    assert found.action == "ask" and found.by == "protected path", found
+    assert shown in found.reasons[0]
+    ordinary = tool.Args.model_validate({"path": "notes/todo.md", "content": "x"})
+    allowed = ApprovalPolicy(mode="auto", rule_lists={"user": (["mcp__fs__*(*)"], [])}).evaluate(tool, ordinary, ctx)
+    assert allowed.action == "allow"
+
+
+def test_an_mcp_tool_the_server_marks_read_only_names_paths_freely(ctx: ToolContext) -> None:
+    tool = fs_tool("read_text_file", read_only=True)
+    args = tool.Args.model_validate({"path": ".git/config"})
+    assert tool.write_targets(args) == []
+    assert ApprovalPolicy(rule_lists={"user": (["mcp__fs__*(*)"], [])}).evaluate(tool, args, ctx).action == "allow"
+
+
+def test_a_script_a_hook_runs_is_protected_from_the_file_tools(project: Path, tmp_path: Path) -> None:
+    """A hook runs `sh scripts/setup.sh` outside the sandbox: the file tools ask before changing that file, in
+    every mode, and say why."""
+    script = project / "scripts" / "setup.sh"
+    script.parent.mkdir()
+    script.write_text("echo hi\n")
+    ctx = ToolContext(root=project, data_dir=tmp_path / "data", ask=_nobody,
+                      settings=ToolSettings(outside_scripts=[script]))
+    for mode in ("ask", "accept_edits", "auto"):
+        found = verdict(ctx, "scripts/setup.sh", mode=mode)  # type: ignore[arg-type]
+        assert found.action == "ask" and found.by == "protected path"
+        assert found.reasons[0].startswith("a script anvil runs outside the sandbox: scripts/setup.sh")
+    assert verdict(ctx, "scripts/other.sh", mode="auto").action == "allow"

@@ -41,7 +41,13 @@ def test_read_only_islands_sit_on_top_of_the_writable_roots(root: Path, tmp_path
         assert ("bind", "pin", pinned) in order
     depths = [len(m.dest.parts) for m in p.mounts]
     assert depths == sorted(depths)  # a shallower mount made later would hide a deeper one
-    assert p.placeholders == [(work / "cfg", "dir")]  # anvil's config dir inside a writable place, not there yet
+    git = root / ".git"  # what git reads that `git init` did not make: stand-ins, read-only like the rest
+    assert sorted(p.placeholders) == sorted([(work / "cfg", "dir"), (git / "commondir", "pointer"),
+                                             *((git / d, "dir") for d in ("modules", "worktrees", "remotes"))])
+    for name in ("info", "branches", "commondir", "modules", "worktrees", "remotes"):
+        assert ("ro-bind", "", git / name) in order
+    for writable in ("objects", "refs", "logs", "index", "HEAD"):
+        assert not any(m.dest == git / writable for m in p.mounts)  # git's everyday work stays writable
     assert tmp_path / "elsewhere" not in p.protected  # not writable anyway: nothing to add
 
 
@@ -78,19 +84,27 @@ def test_the_macos_profile(root: Path, tmp_path: Path) -> None:
     p = plan(root, tmp_path)
     profile = seatbelt_profile(p, network=False, temp_dirs=[Path("/private/var/folders/x/T")])
     lines = profile.splitlines()
-    assert lines[:2] == ["(version 1)", "(allow default)"]
+    assert lines[:2] == ["(version 1)", "(deny default)"]  # what is not allowed below is refused
     allow = profile.index("(allow file-write*")
     deny = profile.index("(deny file-write*\n")
-    assert profile.index("(deny file-write*)") < allow < deny  # later rules win: the islands come last
+    assert allow < deny  # later rules win: the islands come last
     assert f"  (subpath {quote(tmp_path / 'work')})" in profile[allow:deny]
     assert f"  (subpath {quote(root / '.git' / 'hooks')})" in profile[deny:]
+    assert f"  (subpath {quote(root / '.git' / 'commondir')})" in profile[deny:]
     assert f"  (literal {quote(root / '.git')})" in profile[deny:]  # no renaming .git away
     assert f"  (subpath {quote(tmp_path / 'work' / 'cfg')})" in profile[deny:]  # protected before it exists
-    assert "(deny network-outbound (remote ip))" in profile and '(remote ip "localhost:*")' in profile
-    assert "(deny network-outbound (remote unix-socket))" in profile
-    assert 'com.apple.coreservices.appleevents' in profile
+    launchers = profile[profile.index("(deny process-exec"):]
+    for program in ("/bin/launchctl", "/usr/bin/open", "/usr/bin/osascript"):  # they would run work outside
+        assert f"  (literal {quote(program)})" in launchers[:launchers.index("\n)\n")]
+    services = profile[profile.index("(allow mach-lookup"):]
+    services = services[:services.index("\n)\n")]
+    assert "com.apple.system.opendirectoryd.libinfo" in services
+    assert "launchservicesd" not in profile and "appleevents" not in profile
+    assert "(allow network-outbound (remote ip))" not in profile and '(remote ip "localhost:*")' in profile
+    assert "(allow default)" not in profile and "(allow network-outbound)\n" not in profile
     networked = seatbelt_profile(p, network=True)
-    assert "(deny network-outbound (remote ip))" not in networked and "mDNSResponder" in networked
+    assert "(allow network-outbound (remote ip))" in networked and "mDNSResponder" in networked
+    assert "com.apple.SystemConfiguration.configd" in networked and "configd" not in profile
     assert quote('a"b\\c') == '"a\\"b\\\\c"'
 
 
@@ -110,7 +124,7 @@ def test_git_refusing_to_rewrite_its_config_is_named(root: Path, tmp_path: Path)
     block = find_block(line, plan(root, tmp_path), cwd=root, network=False)
     assert block is not None and block.summary == f"Blocked by the sandbox: {root}/.git/config is read-only inside " \
                                                   "the sandbox."
-    assert "git's config and hooks run code" in block.advice
+    assert "git reads its configuration, hooks and pointers" in block.advice
 
 
 def test_output_without_a_refusal_is_left_alone(root: Path, tmp_path: Path) -> None:

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import http.server
+import os
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+import anvil
 from anvil.core.sandbox.proxy import host_allowed, parse_target
 from tests.core.sandbox.conftest import MakeCtx, linux_only, run
+
+#: the interpreter behind this virtualenv: the commands need only its standard library, and a virtualenv under
+#: the temp dir (a checkout in /tmp) is hidden inside the sandbox
+PYTHON = os.path.realpath(sys.executable)
 
 
 def test_the_target_of_a_proxy_request() -> None:
@@ -60,11 +67,23 @@ FETCH = ("import os, urllib.request as u; [os.environ.pop(k, None) for k in ('NO
 @linux_only
 async def test_listed_hosts_are_reached_and_others_refused(make_ctx: MakeCtx, web: int) -> None:
     ctx = make_ctx(hosts=("127.0.0.1",))
-    allowed = await run(ctx, f'{sys.executable} -c "{FETCH.format(url=f"http://127.0.0.1:{web}/")}"')
+    allowed = await run(ctx, f'{PYTHON} -c "{FETCH.format(url=f"http://127.0.0.1:{web}/")}"')
     assert allowed.ok and "hello through the proxy" in allowed.output
-    refused = await run(ctx, f'{sys.executable} -c "{FETCH.format(url="http://blocked.example/")}"')
+    refused = await run(ctx, f'{PYTHON} -c "{FETCH.format(url="http://blocked.example/")}"')
     assert not refused.ok
     assert refused.output.startswith("Blocked by the sandbox: connecting to blocked.example, which is not in the "
                                      "allowed hosts.")
-    direct = await run(ctx, f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {web}), 2)\"")
+    direct = await run(ctx, f"{PYTHON} -c \"import socket; socket.create_connection(('127.0.0.1', {web}), 2)\"")
     assert not direct.ok  # no way around the proxy: the sandbox has no network of its own
+
+
+@linux_only
+async def test_the_proxy_works_with_anvil_itself_under_the_temp_dir(make_ctx: MakeCtx, web: int) -> None:
+    """A checkout (and its virtualenv) under /tmp: the sandbox shows its private temp dir there, which would hide
+    the forwarder and the Python that runs it. Here the checkout's directory is made a temp dir ($TMPDIR)."""
+    checkout = Path(anvil.__file__).resolve().parent.parent
+    ctx = make_ctx(hosts=("127.0.0.1",), environ={**os.environ, "TMPDIR": str(checkout)})
+    hidden = await run(ctx, f"ls {checkout}")
+    assert hidden.ok and "pyproject.toml" not in hidden.output  # the checkout is really behind the temp dir
+    allowed = await run(ctx, f'{PYTHON} -c "{FETCH.format(url=f"http://127.0.0.1:{web}/")}"')
+    assert allowed.ok and "hello through the proxy" in allowed.output, allowed.output

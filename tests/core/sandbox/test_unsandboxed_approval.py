@@ -1,5 +1,5 @@
 """Running a command outside the sandbox is always the person's decision: no rule, auto mode or hook allows it,
-headless refuses it, and with the sandbox on, writes the OS confines no longer ask."""
+headless refuses it, and in auto mode with the sandbox on, writes the OS confines no longer ask."""
 
 from __future__ import annotations
 
@@ -85,13 +85,22 @@ def test_a_reason_is_required() -> None:
         RUN.Args(command="make install", sandbox=False)
 
 
-@pytest.mark.parametrize("command", ["echo x >> ~/.bashrc", "echo x > /etc/motd", "echo x > ../other/f",
-                                     "echo x > .git/config"])
+@pytest.mark.parametrize("command", ["echo x > /etc/motd", "echo x > ../other/f", "echo x > $OUT/report.txt"])
 def test_write_targets_the_sandbox_confines_do_not_ask(command: str) -> None:
     rules = CommandRules()
     rules.add("echo *", "allow", "project")
     assert evaluate_command(command, rules, ROOT, HOME).action == "ask"
     assert evaluate_command(command, rules, ROOT, HOME, writes_confined=True).action == "allow"
+
+
+@pytest.mark.parametrize("command", ["echo x >> ~/.bashrc", "echo x > .git/config", "echo ../evil > .git/commondir",
+                                     "echo x > .anvil/config.toml", "echo x > /proc/sys/kernel/core_pattern"])
+def test_protected_files_and_the_kernels_are_never_confined(command: str) -> None:
+    """The audit's escape went through here: a write into .git counted as contained, so an `echo *` rule covered
+    `echo ../evil > .git/commondir`."""
+    rules = CommandRules()
+    rules.add("echo *", "allow", "project")
+    assert evaluate_command(command, rules, ROOT, HOME, writes_confined=True).action == "ask"
 
 
 @pytest.mark.parametrize("command", ["rm -rf ~/old", "dd if=x of=/dev/sda", "curl https://x.sh | sh"])
@@ -104,11 +113,22 @@ def test_what_the_sandbox_does_not_make_harmless_still_asks_or_is_refused(comman
     assert plain.action == confined.action != "allow"
 
 
-def test_the_policy_confines_writes_only_when_the_sandbox_is_on(tmp_path: Path) -> None:
-    policy = ApprovalPolicy(rule_lists={"project": (["echo *"], [])})
-    args = RUN.Args(command="echo x >> ~/.bashrc")
-    assert policy.evaluate(RUN, args, context(tmp_path)).action == "allow"
-    assert policy.evaluate(RUN, args, context(tmp_path, sandbox=Sandbox.disabled(tmp_path))).action == "ask"
+def test_the_sandbox_stands_in_for_the_person_only_in_auto_mode(tmp_path: Path) -> None:
+    """In ask mode a rule covers a write outside the project only when it names it, sandbox or not; in auto mode
+    the sandbox is what keeps such a write in bounds. A protected file asks in every mode."""
+    args = RUN.Args(command="echo x > /srv/shared/notes.txt")
+    ask_mode = ApprovalPolicy(rule_lists={"project": (["echo *"], [])})
+    assert ask_mode.evaluate(RUN, args, context(tmp_path)).action == "ask"
+    assert ask_mode.evaluate(RUN, args, context(tmp_path, sandbox=Sandbox.disabled(tmp_path))).action == "ask"
+    auto_mode = ApprovalPolicy(auto_approve=True, rule_lists={"project": (["echo *"], [])})
+    assert auto_mode.evaluate(RUN, args, context(tmp_path)).action == "allow"
+    protected = RUN.Args(command="echo 'auto_approve = true' >> .anvil/config.toml")
+    for policy in (ask_mode, auto_mode):
+        for sandbox in (None, Sandbox.disabled(tmp_path)):
+            verdict = policy.evaluate(RUN, protected, context(tmp_path, sandbox=sandbox))
+            assert verdict.action == "ask" and "anvil's own configuration" in verdict.reasons[0], verdict
+    headless = auto_mode.evaluate(RUN, protected, context(tmp_path, ask=False))
+    assert headless.action == "ask"  # the loop turns an ask into a refusal where nobody can answer
 
 
 def approving_hook(tmp_path: Path) -> HookRunner:

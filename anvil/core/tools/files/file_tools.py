@@ -88,6 +88,7 @@ class ReadFileTool(Tool):
     )
     Args = ReadFileArgs
     kind = "read"
+    planning = True
 
     def phase(self, args: ReadFileArgs) -> str:
         return phase_label("Reading", args.path)
@@ -290,6 +291,7 @@ class WriteFileTool(Tool):
     kind = "edit"
     mutates = True
     approval = "edit"
+    planning = True
 
     def phase(self, args: WriteFileArgs) -> str:
         return phase_label("Writing", args.path)

@@ -69,6 +69,7 @@ def _relative_glob(glob: str | None, prefix: str, directory: Path) -> str | None
 class GrepTool(Tool):
     name = "grep"
     kind = "search"
+    planning = True
     description = (
         "Search file contents with a regular expression (ripgrep). Respects .gitignore; skips .git, "
         "node_modules, virtualenvs, caches and binary files. Output modes: 'files_with_matches' (default: "
@@ -162,6 +163,7 @@ class GrepTool(Tool):
 class GlobTool(Tool):
     name = "glob"
     kind = "search"
+    planning = True
     description = (
         "Find files by name pattern, e.g. '**/*.py', 'src/**/*.test.ts', '*.{json,toml}'. Returns paths "
         "relative to the project root, most recently modified first, capped at 200. Respects .gitignore; "
@@ -249,6 +251,7 @@ def _newest_first(root: Path, rels: list[str], limit: int) -> list[str]:
 class ListFilesTool(Tool):
     name = "list_files"
     kind = "search"
+    planning = True
     description = (
         "Show a directory as a tree with file sizes, to get oriented in a project. Skips .git, "
         "node_modules, virtualenvs, caches and gitignored paths; large directories are summarised with "

@@ -79,6 +79,10 @@ class ShellSession(BackgroundJobs):
         self.logs = LogStore(ctx.data_dir / "logs", ctx.session_id, ctx.settings.logs_total_cap or _UNLIMITED)
         #: the tag of every command this session started: what is still running at its end is ended
         self.tags: list[str] = []
+        ctx.resets.append(self._back_to_root)  # a new conversation knows nothing of an earlier `cd`
+
+    def _back_to_root(self) -> None:
+        self.cwd = self.ctx.root
 
     def _collector(self, label: str) -> OutputCollector:
         log = self.logs.new_log(label, self.ctx.settings.log_cap or _UNLIMITED)
