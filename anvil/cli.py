@@ -140,26 +140,11 @@ def _main(argv: list[str] | None) -> int:
 
         print(f"anvil {__version__}")
         return 0
-    if args_list[:1] == ["sessions"]:
-        from anvil.cli_sessions import sessions_command
+    if args_list and args_list[0] in SUBCOMMANDS:
+        import importlib
 
-        return sessions_command(args_list[1:])
-    if args_list[:1] == ["acp"]:
-        from anvil.acp.server import main as acp_main
-
-        return acp_main(args_list[1:])
-    if args_list[:1] == ["trust"]:
-        from anvil.frontend.trust import trust_command
-
-        return trust_command(args_list[1:])
-    if args_list[:1] == ["tasks"]:
-        from anvil.frontend.tasks import tasks_command
-
-        return tasks_command(args_list[1:])
-    if args_list[:1] == ["eval"]:
-        from anvil.eval.cli import main as eval_main
-
-        return eval_main(args_list[1:])
+        module, _, function = SUBCOMMANDS[args_list[0]].partition(":")
+        return int(getattr(importlib.import_module(module), function)(args_list[1:]))
     if args_list[:1] == ["answer"]:
         if len(args_list) < 3 or args_list[1].startswith("-") or args_list[2].startswith("-"):
             print('usage: anvil answer TASK "ANSWER" [--model M] [--output-format F] ...: answers the open question '
@@ -189,6 +174,12 @@ def _main(argv: list[str] | None) -> int:
     if args.demo:
         return _demo_headless(args)
     return _headless(args)
+
+
+#: ``anvil NAME ARGS``: each subcommand's module and function, imported only when it runs
+SUBCOMMANDS = {"sessions": "anvil.cli_sessions:sessions_command", "acp": "anvil.acp.server:main",
+               "trust": "anvil.frontend.trust:trust_command", "tasks": "anvil.frontend.tasks:tasks_command",
+               "eval": "anvil.eval.cli:main"}
 
 
 def _plain(args: Any) -> int:

@@ -36,18 +36,15 @@ from anvil.core.events import (
     ErrorEvent,
     Event,
     IntentPreview,
-    JobFinished,
     Notice,
-    PhaseEnded,
-    PhaseStarted,
     PlanProposed,
     Retrying,
     TextDelta,
     ToolCallStarted,
-    TransitionRejected,
     TurnEnded,
     headless_denial,
 )
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
 from anvil.core.workflows.base import JobError

@@ -50,7 +50,6 @@ from anvil.core.tools.base import ToolContext, ToolSettings
 from anvil.core.tools.edit.styles import offer_edit_tools
 from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
-from anvil.core.tools.shell.processes import ShellSession
 from anvil.core.tools.web.web_tools import web_tools
 from anvil.core.workflows.base import JobError, Workflow
 from anvil.core.workflows.jobfiles import new_job_id
@@ -133,16 +132,6 @@ class Runtime:
         # tokenizer.
         self.agent.set_model(model)
         return problem
-
-    def close_now(self) -> None:
-        """The process ends at once (a signal, and the orderly :meth:`close` ran out of time): every command anvil
-        started is killed, and what the session file and the checkpoints hold in memory is written."""
-        shell = self.agent.ctx.state.get("shell")
-        if isinstance(shell, ShellSession):
-            shell.kill_all_now()
-        self.session.close()
-        if self.undo is not None:
-            self.undo.store.close()
 
     async def close(self, reason: str = "exit") -> None:
         """End the session: session_end hooks, MCP servers, background commands, the session file."""
@@ -417,8 +406,6 @@ def secret_masker(settings: Settings, environ: dict[str, str] | None = None) -> 
                       if value.split() and (key.lower() in {"authorization", "x-api-key", "api-key"}
                                             or is_secret_name(key)))
     return masker
-
-
 
 
 def _add_usage(agent: Agent, usage: dict[str, Any]) -> None:

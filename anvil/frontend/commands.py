@@ -389,8 +389,7 @@ async def _continue(ctx: CommandContext, arg: str) -> Reply:
 
     prompt = continuation(ctx.session)
     if prompt is None:
-        return [Show("Nothing to continue: /continue goes on with a reply a dropped connection cut short. Type "
-                     "a message to go on otherwise.")]
+        return [Show("Nothing to continue: /continue goes on with a reply a dropped connection cut short.")]
     return [RunEvents(prompt_turn(ctx.session, prompt))]
 
 

@@ -19,16 +19,13 @@ from anvil.core.events import (
     ErrorEvent,
     Event,
     IntentPreview,
-    JobFinished,
     Notice,
-    PhaseEnded,
-    PhaseStarted,
     Retrying,
     TodoItem,
     ToolProgress,
-    TransitionRejected,
     TurnEnded,
 )
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.frontend.prompt import CONTINUE_KEYS
 
 #: how a line is shown: the TUI's entry colours, the plain REPL's glyphs ("phase": a workflow job's phases)

@@ -65,7 +65,7 @@ class Exiting(App[int]):
     def _close_now(self) -> None:
         """The orderly close ran out of time: what must not be lost or left running (on the watching thread)."""
         if self.session is not None:
-            self.session.runtime.close_now()
+            self.session.close_now()
 
     def action_exit_app(self) -> None:
         if self._exiting:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from anvil.core import events as ev
+from anvil.core.job_events import JobFinished, PhaseStarted
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.frontend.lines import answered_text, decision_text, describe, phase_label, phase_started_text, progress_text
 from anvil.tui.approval import ApprovalScreen
@@ -101,13 +102,13 @@ class TurnRenderer:
                     tool.detail = text
             case ev.TodosChanged(todos=todos):
                 self.host.show_todos(todos)
-            case ev.PhaseStarted():  # a workflow job's new phase: a divider, the phase in the status bar
+            case PhaseStarted():  # a workflow job's new phase: a divider, the phase in the status bar
                 await self.end_assistant()
                 label = phase_label(event.phase, event.kind)
                 self.host.transcript.add(PhaseDivider(label[:1].upper() + label[1:], phase_started_text(event)))
                 status.update_state(job=label)
                 self.host.show_todos(event.todos)
-            case ev.JobFinished():
+            case JobFinished():
                 self.line(event)
                 status.update_state(job="")
                 self.host.show_todos(self.host.session.todos if self.host.session is not None else ())

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import JobFinished, PhaseEnded, PhaseStarted, TodoItem, TransitionRejected
+from anvil.core.events import TodoItem
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.frontend.commands import COMMANDS, run_command
 from anvil.frontend.effects import Render, Replace, RunEvents, Show
 from anvil.frontend.lines import Line, describe

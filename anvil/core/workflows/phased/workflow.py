@@ -12,18 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import (
-    Event,
-    JobFinished,
-    Notice,
-    PhaseEnded,
-    PhaseStarted,
-    TodoItem,
-    TodosChanged,
-    ToolCall,
-    TransitionRejected,
-    UsageReport,
-)
+from anvil.core.events import Event, Notice, TodoItem, TodosChanged, ToolCall, UsageReport
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.core.tools.base import Tool, ToolContext, ToolResult
 from anvil.core.workflows.base import JobError, JobStatus, Transition, Workflow
 from anvil.core.workflows.jobfiles import JobFiles
