@@ -123,6 +123,27 @@ SUBCOMMANDS = {"sessions": ("anvil.cli_sessions", "sessions_command"), "acp": ("
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a reader that went away is found here, not in a traceback at exit
+        return code
+    except BrokenPipeError:
+        # `anvil sessions | head`: the reader has what it wanted; stop writing, quietly (Python's own recipe).
+        _quiet_stdout()
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the buffered rest is dropped at exit instead of raising again."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no stdout to quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _main(argv: list[str] | None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list == ["--version"] or args_list == ["-V"]:
         from anvil import __version__
@@ -168,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     return _headless(args)
 
 
+#: ``anvil NAME ARGS``: each subcommand's module and function, imported only when it runs
 def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.launch import launch
@@ -279,9 +301,7 @@ def _headless(args: Any, model: Any = None) -> int:
                                         job=job, task=task))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
     except (ConfigError, SessionError, ModelError, JobError, TaskStateError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
@@ -371,6 +391,11 @@ def _tui(args: Any) -> int:
             from anvil.tui.demo import remove_demo_project
 
             remove_demo_project(demo_root)
+    if app.exit_signal is not None:  # SIGTERM, SIGHUP: the app closed; the process ends now (anvil/tui/exiting.py)
+        from anvil.tui.exiting import end_after_signal
+
+        end_after_signal(app, app.exit_signal)
+    app.stop_watching_signals()
     if app.farewell and demo_root is None:  # the demo's session went with its temporary directory
         print(app.farewell)
     if app.return_code not in (None, 0):

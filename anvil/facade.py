@@ -141,6 +141,18 @@ class SessionFacade:
     async def close(self, reason: str = "exit") -> None:
         await self._runtime.close(reason)
 
+    def close_now(self) -> None:
+        """The process ends at once (a signal, and :meth:`close` ran out of time): every command the session started
+        is killed, and what the session file and the checkpoints hold in memory is written. Nothing is awaited."""
+        from anvil.core.tools.shell.processes import ShellSession
+
+        shell = self._agent.ctx.state.get("shell")
+        if isinstance(shell, ShellSession):
+            shell.kill_all_now()
+        self._runtime.session.close()
+        if self._runtime.undo is not None:
+            self._runtime.undo.store.close()
+
     def use_editor(self, *, read_text: Callable[[Path], Awaitable[str | None]] | None = None,
                    terminal: EditorTerminal | None = None) -> None:
         """Let the tools see files as the person's editor has them (unsaved changes) and run foreground commands
@@ -225,6 +237,12 @@ class SessionFacade:
         or None when no checks ran."""
         record = self._agent.verification
         return record.to_dict() if record.ran else None
+
+    @property
+    def can_continue(self) -> bool:
+        """The last reply was cut short by a dropped connection (this run or before a resume): the model can go
+        on with it (``/continue``, or Enter on an empty prompt)."""
+        return self._agent.history.cut_by_dropped_connection()
 
     def steer(self, text: str) -> None:
         """A message typed while a turn runs: the model sees it before its next call."""

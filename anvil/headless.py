@@ -58,14 +58,17 @@ from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
 from anvil.frontend.jobs import JobLaunch
 from anvil.frontend.lines import describe, short
-from anvil.frontend.prompt import prepare_prompt, prompt_turn
+from anvil.frontend.prompt import CONTINUE_HEADLESS, prepare_prompt, prompt_turn
 from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
 #: a workflow's job stopped for the person (an escalation to answer, a HALTED job to put right): stdout says why
 EXIT_NEEDS_PERSON = 3
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED}
+#: the connection to the provider dropped mid-reply: the text so far is in the session, `anvil -c` goes on
+#: (sysexits' EX_TEMPFAIL: a passing failure, worth trying again)
+EXIT_DROPPED = 75
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED, "dropped": EXIT_DROPPED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
 JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished, JobStateChanged, GitOperation)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
@@ -160,6 +163,11 @@ class _Output:
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
+        if ended.reason == "dropped":  # the text so far is the answer; how to go on, in -p's terms
+            run.answer = run.answer + run.partial if run.continued else run.partial
+            line = describe(ended, go_on=CONTINUE_HEADLESS)
+            if line is not None:
+                self.complain(line.text)
         if ended.reason == "interrupted" and run.partial:
             run.answer += run.partial  # what streamed before the interrupt is the answer there is
         if ended.reason == "interrupted" and self.format == "text":

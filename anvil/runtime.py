@@ -30,7 +30,7 @@ from anvil.core.loop.autofix import DEFAULT_FIXERS
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
-from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.litellm_model import LiteLLMModel, settle_model_calls
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
@@ -141,6 +141,7 @@ class Runtime:
             return
         self._closed = True
         try:
+            await settle_model_calls()  # model calls an interrupt left behind, before the loop ends them
             if self.hooks is not None:
                 await self.hooks.session_end(reason)
             if self.mcp is not None:
@@ -152,6 +153,8 @@ class Runtime:
             if self.undo is not None:
                 self.undo.store.close()
                 told += self.undo.store.take_notices()
+            for trouble in self.agent.ctx.troubles:  # the command logs
+                told += trouble.take()
             for message in told:
                 self.notify(message)
 
@@ -400,8 +403,6 @@ def secret_masker(settings: Settings, environ: dict[str, str] | None = None) -> 
                       if value.split() and (key.lower() in {"authorization", "x-api-key", "api-key"}
                                             or is_secret_name(key)))
     return masker
-
-
 
 
 def _add_usage(agent: Agent, usage: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from anvil.core.policy.script_refs import referenced_files
+from anvil.core.private_files import private_dir
 
 Split = Callable[[Any], tuple[Any, Any]]
 
@@ -285,7 +286,7 @@ class TrustStore:
         return True
 
     def _write(self, folders: dict[str, dict[str, Any]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)  # 0700 to the top: `anvil trust` may be the first thing run
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with contextlib.suppress(OSError):

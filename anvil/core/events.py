@@ -13,8 +13,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-#: why a turn ended; "blocked": a task run cannot go on without the person's answer (see job_events.BlockerRaised)
-TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "blocked"]
+#: why a turn ended; "blocked": a task run cannot go on without the person's answer (see job_events.BlockerRaised);
+#: "dropped": the connection to the provider dropped in the middle of a reply; the text so far is kept, and the
+#: person can have the model go on from there
+TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "blocked", "dropped"]
 
 
 @dataclass(frozen=True)

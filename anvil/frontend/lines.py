@@ -33,6 +33,7 @@ from anvil.core.job_events import (
     PhaseStarted,
     TransitionRejected,
 )
+from anvil.frontend.prompt import CONTINUE_KEYS
 
 #: how a line is shown: the TUI's entry colours, the plain REPL's glyphs ("phase": a workflow job's phases)
 LineKind = Literal["error", "retry", "compaction", "notice", "interrupted", "phase"]
@@ -46,8 +47,9 @@ class Line:
     text: str
 
 
-def describe(event: Event) -> Line | None:
-    """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest."""
+def describe(event: Event, *, go_on: str = CONTINUE_KEYS) -> Line | None:
+    """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest.
+    ``go_on``: how the person has the model go on after a dropped connection, in this front end's terms."""
     match event:
         case ErrorEvent(message=message):
             return Line("error", message)
@@ -70,6 +72,8 @@ def describe(event: Event) -> Line | None:
             return git_line(command, ok, output)
         case TurnEnded(reason="interrupted"):
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
+        case TurnEnded(reason="dropped", message=message):
+            return Line("error", f"{message} {go_on}")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
         case TurnEnded(reason="blocked", message=message):
