@@ -142,8 +142,7 @@ class SessionFacade:
         await self._runtime.close(reason)
 
     def close_now(self) -> None:
-        """The process ends at once (a signal, and :meth:`close` ran out of time): every command the session started
-        is killed, and what the session file and the checkpoints hold in memory is written. Nothing is awaited."""
+        """Ending at once (a signal; :meth:`close` was too slow): commands killed, records written, nothing awaited."""
         from anvil.core.tools.shell.processes import ShellSession
 
         shell = self._agent.ctx.state.get("shell")
