@@ -31,7 +31,7 @@ def test_two_runs_at_a_time_and_ctrl_c_keeps_what_finished(tmp_path: Path) -> No
     make_task(suite, "a-slow", verify="true")
     make_task(suite, "b-quick", verify="test -f done.txt")
     model = make_model(tmp_path, "m", {
-        "a-slow": [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 61.5", "timeout": 300}}]},
+        "a-slow": [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 291.5", "timeout": 600}}]},
                    say("Slept.")],
         "b-quick": [write("done.txt", "yes\n"), say("Done.")]})
     out = tmp_path / "out"
@@ -54,7 +54,7 @@ def test_two_runs_at_a_time_and_ctrl_c_keeps_what_finished(tmp_path: Path) -> No
     assert [r["run_id"] for r in kept] == ["b-quick-m-none-1"] and kept[0]["success"]
     assert "interrupted: 1 of 2 runs finished and were kept" in stderr
     assert (out / "report.html").is_file() and "b-quick" in stdout
-    leftover = subprocess.run(["pgrep", "-f", "sleep 61.5"], capture_output=True, text=True)
+    leftover = subprocess.run(["pgrep", "-f", "sleep 291.5"], capture_output=True, text=True)
     assert leftover.stdout == "", "the interrupted run's command is still running"
 
 
