@@ -87,7 +87,7 @@ class AnvilApp(Exiting):
         self._wanted_theme = "anvil-dark"
         self.warm_up = warmup.WarmUp()
         # A given runtime with a scripted model needs no warm-up: its prompts are never held.
-        self.warm_up.holds_prompts = runtime is None or warmup.uses_litellm(runtime.agent.model)
+        self.warm_up.holds_prompts = self.session is None or warmup.uses_litellm(self.session.model)
         self.commands = CommandRunner(self, warmup.warm_model)
         self.model_loading = False  # /model is building and warming the new model: prompts wait for it
         self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
