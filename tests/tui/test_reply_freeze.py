@@ -179,21 +179,26 @@ async def test_selecting_frozen_text_copies_what_is_on_screen() -> None:
 async def test_removed_replies_are_not_kept_alive() -> None:
     """Pruned replies must go: nothing app-wide (a theme watcher, say) may hold on to them."""
     import gc
+    import weakref
 
     app = ReplyApp()
     async with app.run_test(size=SIZE) as pilot:
         transcript = app.query_one("#transcript")
+        removed = []  # weak references only: this app's replies, not those other tests' apps may still hold
         for n in range(20):
-            await transcript.mount(AssistantEntry(f"reply **{n}**\n\n- a\n- b"))
+            entry = AssistantEntry(f"reply **{n}**\n\n- a\n- b")
+            removed.append(weakref.ref(entry))
+            await transcript.mount(entry)
             await pilot.pause()
+        del entry
         await transcript.remove_children()
         kept = AssistantEntry("the one left")
         await transcript.mount(kept)
         for _ in range(3):
             await pilot.pause(0.05)
         gc.collect()
-        alive = [obj for obj in gc.get_objects() if isinstance(obj, AssistantEntry)]
-        assert alive == [kept]
+        assert [ref for ref in removed if ref() is not None] == []
+        assert list(transcript.query(AssistantEntry)) == [kept]
 
 
 async def test_a_resize_while_streaming_loses_nothing() -> None:
