@@ -82,7 +82,8 @@ class Source:
     def streams(self) -> list[dict[str, float]]:
         if not self.timings.exists():
             return []
-        return [json.loads(line) for line in self.timings.read_text().splitlines() if line]
+        records = [json.loads(line) for line in self.timings.read_text().splitlines() if line]
+        return [record for record in records if "chunks" in record]  # not the requests' arrival times
 
     def wait_streams(self, count: int, timeout: float = 10.0) -> dict[str, float]:
         """The timings of stream number ``count`` (1-based), once the server has written them."""
