@@ -57,8 +57,6 @@ def engine_wanted(args: list[str], environ: os._Environ[str] | dict[str, str] = 
 def run_in_engine(args: list[str]) -> int | None:
     """The run's exit code once the engine has run it; None when it did not start it (the caller runs it)."""
     path = paths.socket_path()
-    if not paths.usable_socket_path(path):
-        return None
     if not os.path.lexists(path):  # no engine yet: this run goes on here, the next one gets one
         start_in_background()
         return None
@@ -92,18 +90,21 @@ def request(args: list[str]) -> dict[str, Any]:
 
 
 def _run(conn: socket.socket, args: list[str]) -> int | None:
+    relay = Relay()  # from before the request: a signal that comes meanwhile is for the run
     try:
         fds = [_fd_or_devnull(number) for number in range(3)]
         wire.send(conn, request(args), fds)
         reply, _ = wire.receive(conn)
     except (OSError, wire.WireError):
-        return None
+        reply = {}
     if "pid" not in reply:
+        relay.give_back()
         if reply.get("refused") == "stale":
             start_in_background()
         return None
     conn.settimeout(None)
-    return Relay(int(reply["pid"])).wait(conn)
+    relay.attach(int(reply["pid"]))
+    return relay.wait(conn)
 
 
 def _fd_or_devnull(number: int) -> int:
@@ -116,17 +117,30 @@ def _fd_or_devnull(number: int) -> int:
 
 
 class Relay:
-    """Passes signals on to the run's process and waits for its exit code."""
+    """Passes signals on to the run's process (held until its pid is known) and waits for its exit code."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.pending: list[int] = []
         self.fatal: int | None = None
         self.terminal = _terminal_state()
-
-    def wait(self, conn: socket.socket) -> int:
         for number in RELAYED:
             signal.signal(number, self._relay)
         signal.signal(signal.SIGTSTP, self._stop)
+
+    def attach(self, pid: int) -> None:
+        self.pid = pid
+        for number in self.pending:
+            self._send(number)
+        self.pending.clear()
+
+    def give_back(self) -> None:
+        """The run will not be the engine's: default handlers again, and the signals held are this process's."""
+        self._restore()
+        for number in self.pending:
+            os.kill(os.getpid(), number)
+
+    def wait(self, conn: socket.socket) -> int:
         try:
             while True:
                 try:
@@ -136,19 +150,30 @@ class Relay:
                 if "exit" in message:
                     return int(message["exit"])
         finally:
-            for number in (*RELAYED, signal.SIGTSTP):
-                signal.signal(number, signal.SIG_DFL)
+            self._restore()
+
+    def _restore(self) -> None:
+        for number in (*RELAYED, signal.SIGTSTP):
+            signal.signal(number, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def _relay(self, number: int, _frame: Any) -> None:
         if number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             self.fatal = self.fatal or number
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, number)
+        if self.pid is None:
+            self.pending.append(number)
+        else:
+            self._send(number)
+
+    def _send(self, number: int) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, number)
 
     def _stop(self, _number: int, _frame: Any) -> None:
         """Ctrl+Z: the run stops with this process, and goes on with it (``fg`` sends SIGCONT, relayed)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGSTOP)
+        if self.pid is not None:
+            self._send(signal.SIGSTOP)
         signal.signal(signal.SIGTSTP, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTSTP)
         signal.signal(signal.SIGTSTP, self._stop)
@@ -174,3 +199,7 @@ def _terminal_state() -> Any:
         return termios.tcgetattr(0)
     except termios.error:
         return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,9 +2,11 @@
 this before deciding whether to import anything heavy).
 
 One engine per (user, data directory, anvil install): the socket is ``<data dir>/engine/engine-<key>.sock`` in a
-0700 directory, the socket itself 0600, and ``<key>`` hashes what the engine's imports depend on (the Python
-executable, where anvil is installed, its version, PYTHONPATH and litellm's import-time settings), so a run is
-never served by code other than what it would have run itself.
+0700 directory, the socket itself 0600, and ``<key>`` hashes the data directory and what the engine's imports
+depend on (the Python executable, where anvil is installed, its version, PYTHONPATH and litellm's import-time
+settings), so a run is never served by code other than what it would have run itself. A socket address has at
+most 107 bytes; under a data directory too deep for that, the socket goes in ``/tmp/anvil-engine-<uid>/``
+(0700, checked like the other).
 """
 
 from __future__ import annotations
@@ -46,17 +48,23 @@ def engine_key(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
     from anvil import __version__
 
     package = Path(__file__).resolve().parent.parent
-    parts = [os.path.realpath(sys.executable), str(package), __version__, environ.get("PYTHONPATH", ""),
+    parts = [str(data_dir(environ)), os.path.realpath(sys.executable), str(package), __version__,
+             environ.get("PYTHONPATH", ""),
              environ.get("PYTHONHOME", ""), *sorted(f"{k}={v}" for k, v in import_settings(environ).items())]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
 def engine_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
-    return data_dir(environ) / "engine"
+    """Where the engine's socket, lock and log are."""
+    return socket_path(environ).parent
 
 
 def socket_path(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:
-    return engine_dir(environ) / f"engine-{engine_key(environ)}.sock"
+    name = f"engine-{engine_key(environ)}.sock"
+    path = data_dir(environ) / "engine" / name
+    if len(os.fsencode(path)) <= SOCKET_PATH_MAX:
+        return path
+    return Path("/tmp") / f"anvil-engine-{os.getuid()}" / name
 
 
 def engine_environment(environ: os._Environ[str] | dict[str, str] = os.environ) -> dict[str, str]:
@@ -86,6 +94,3 @@ def check_private(path: Path, *, want_dir: bool) -> None:
     if info.st_mode & 0o077:
         raise EngineUnsafe(f"{path} is open to other users (mode {stat.S_IMODE(info.st_mode):o})")
 
-
-def usable_socket_path(path: Path) -> bool:
-    return len(os.fsencode(path)) <= SOCKET_PATH_MAX
