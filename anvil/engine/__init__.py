@@ -10,6 +10,7 @@ the sandbox, approvals, API keys and the session are built fresh for each run, f
 and directory, and approvals are asked on the person's own terminal. Only what was imported and initialised
 before any run is shared.
 
-Without an engine everything runs in the ``anvil`` process itself, as before: ``ANVIL_ENGINE=off`` never uses
-one, and any problem with it (it cannot start, its socket is not private) falls back to that.
+The engine is off unless ``ANVIL_ENGINE=on``; then everything runs in the ``anvil`` process itself, as before,
+and any problem with the engine (it cannot start, its socket is not private, it refuses a client whose context
+differs from its own: :mod:`anvil.engine.peer`) falls back to that.
 """

@@ -4,7 +4,8 @@ this before deciding whether to import anything heavy).
 One engine per (user, data directory, anvil install): the socket is ``<data dir>/engine/engine-<key>.sock`` in a
 0700 directory, the socket itself 0600, and ``<key>`` hashes the data directory and what the engine's imports
 depend on (the Python executable, where anvil is installed, its version, PYTHONPATH and litellm's import-time
-settings), so a run is never served by code other than what it would have run itself. A socket address has at
+settings) and the cgroups of the process (an engine serves only runs from its own), so a run is never served
+by code other than what it would have run itself. A socket address has at
 most 107 bytes; under a data directory too deep for that, the socket goes in ``/tmp/anvil-engine-<uid>/``
 (0700, checked like the other).
 """
@@ -49,9 +50,18 @@ def engine_key(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
 
     package = Path(__file__).resolve().parent.parent
     parts = [str(data_dir(environ)), os.path.realpath(sys.executable), str(package), __version__,
-             environ.get("PYTHONPATH", ""),
+             environ.get("PYTHONPATH", ""), _cgroups(),
              environ.get("PYTHONHOME", ""), *sorted(f"{k}={v}" for k, v in import_settings(environ).items())]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _cgroups() -> str:
+    """This process's cgroups: an engine serves only runs from its own (a terminal's scope, a limited slice)."""
+    try:
+        with open("/proc/self/cgroup") as file:
+            return file.read()
+    except OSError:
+        return ""
 
 
 def engine_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> Path:

@@ -4,7 +4,9 @@ Run as ``python -m anvil.engine.server`` by the client (detached, in its own ses
 that holds no keys: :func:`anvil.engine.paths.engine_environment`). One engine per socket: a second one started
 at the same time finds the lock taken and leaves. It listens only once warm, so a client that can connect is
 served at once. It serves only its own user (the kernel's peer credentials are checked on every connection)
-and never runs anything of a run itself: each run is a forked child (:mod:`anvil.engine.child`).
+and only processes in its own context (namespaces, credentials, capabilities, seccomp, cgroups:
+:mod:`anvil.engine.peer`), and never runs anything of a run itself: each run is a forked child
+(:mod:`anvil.engine.child`).
 
 It stops by itself after :data:`IDLE_SECONDS` without a run, when anvil's files change under it (an upgrade,
 an edit in a development checkout: a run is never served by stale code), on ``anvil engine stop`` and on
@@ -26,12 +28,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from anvil.engine import paths, wire
+from anvil.engine import paths, peer, wire
 from anvil.engine.reach import PROTOCOL
 from anvil.engine.warm import warm_up
 
 #: an engine nobody used for this long exits (its memory is the person's)
 IDLE_SECONDS = 15 * 60
+#: seconds a new engine waits for the lock held by one that is going away
+LOCK_WAIT = 3.0
 
 
 class Engine:
@@ -46,14 +50,19 @@ class Engine:
         self.lock_fd = -1
         self.fingerprint: dict[str, float] = {}
 
-    def lock(self) -> bool:
-        """Take the engine's lock; False when another engine holds it (that one serves)."""
+    def lock(self, wait: float = LOCK_WAIT) -> bool:
+        """Take the engine's lock; False when another engine holds it for ``wait`` seconds (that one serves; one
+        that found its files changed lets go at once, so its successor waits for it)."""
         self.lock_fd = os.open(self.socket_path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False
-        return True
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.1)
 
     def listen(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -104,11 +113,19 @@ class Engine:
         try:
             conn.setblocking(True)
             conn.settimeout(10)
-            if wire.peer_uid(conn) != os.getuid():
+            pid, uid, _gid = peer.peer_credentials(conn)
+            if uid != os.getuid():
                 return  # another user: not a word, not a fork
             request, fds = wire.receive(conn, with_fds=True)
             conn.settimeout(None)
             self.last_used = time.monotonic()
+            refused = peer.refusal(conn) if request.get("kind") == "run" else None
+            if refused is not None:
+                print(f"anvil engine: refused a run from pid {pid}: {refused}", file=sys.stderr, flush=True)
+                wire.send(conn, {"refused": "context", "reason": refused})
+                return
+            if request.get("kind") == "run":
+                request["rlimits"] = peer.limits(pid)  # the kernel's word, not the client's
             self._handle(conn, request, fds)
         except (OSError, wire.WireError):
             pass

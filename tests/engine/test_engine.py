@@ -33,8 +33,10 @@ def client(*args: str) -> list[str]:
 
 
 def engine_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a person who turned the engine on (it is off by default)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANVIL_") and k != "CI"}
-    env.update(XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"), **extra)
+    env.update({"XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"), "ANVIL_ENGINE": "on",
+                **extra})
     return env
 
 
@@ -188,6 +190,60 @@ def test_the_run_ends_when_its_client_is_killed(engine: tuple[dict[str, str], Pa
     wait_for(lambda: not alive(child), "the run's process to end with its client", 30)
 
 
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap to make a sandbox")
+def test_a_client_in_a_sandbox_is_refused_and_runs_in_its_sandbox(engine: tuple[dict[str, str], Path]) -> None:
+    env, project = engine
+    served = status(env, project)["served"]  # type: ignore[index]
+    # The whole file system as it is, the socket reachable, but another mount namespace and no_new_privs: a
+    # run forked by the engine would be outside both.
+    probe = ["bwrap", "--dev-bind", "/", "/", "--", *client("-p", "hi", "--model", "scripted", "--output-format",
+                                                             "stream-json")]
+    result = subprocess.run(probe, cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0 and "bwrap:" in result.stderr:
+        pytest.skip(f"bubblewrap cannot make a sandbox here: {result.stderr.strip()}")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["type"] == "result"
+    assert status(env, project)["served"] == served  # refused: it ran in its own process, in its sandbox
+    log = (paths.engine_dir(env) / "engine.log").read_text()
+    assert "refused a run" in log and "ns/mnt" in log and "NoNewPrivs" in log
+
+
+def test_a_run_gets_its_clients_resource_limits(engine: tuple[dict[str, str], Path]) -> None:
+    import resource
+
+    env, project = engine
+
+    def lowered() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (200, 300))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    engine_pid = int(status(env, project)["pid"])  # type: ignore[index, call-overload]
+
+    def row_engine(name: str) -> list[str]:
+        lines = Path(f"/proc/{engine_pid}/limits").read_text().splitlines()
+        return next(line[len(name):].split()[:2] for line in lines if line.startswith(name))
+
+    assert row_engine("Max open files") != ["200", "300"]
+    before = set(_children(engine_pid))
+    proc = subprocess.Popen(client("-p", "--model", "scripted", "--input-format", "stream-json", "--output-format",
+                                   "stream-json"), cwd=project, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=lowered)
+    try:
+        wait_for(lambda: set(_children(engine_pid)) - before, "the engine's child for the run", 60)
+        child = (set(_children(engine_pid)) - before).pop()
+
+        def row(name: str) -> list[str]:  # soft and hard, once the child has become the run (a moment after its fork)
+            lines = Path(f"/proc/{child}/limits").read_text().splitlines()
+            return next(line[len(name):].split()[:2] for line in lines if line.startswith(name))
+
+        wait_for(lambda: row("Max open files") != row_engine("Max open files"), "the run to take its limits", 30)
+        assert row("Max open files") == ["200", "300"]
+        assert row("Max core file size") == ["0", "0"]
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists(SYSTEM_PYTHON), reason="needs root to act as another "
                     "user, and a Python that user can run")
 def test_the_engine_serves_no_other_user(engine: tuple[dict[str, str], Path]) -> None:
@@ -236,8 +292,8 @@ def test_a_socket_that_is_not_private_is_not_used(home: Path) -> None:
 
 
 def test_without_an_engine_everything_runs_here(home: Path) -> None:
-    for extra in ({"ANVIL_ENGINE": "off"}, {"CI": "true"}):
-        env = engine_env(home / next(iter(extra)), **extra)
+    for name, extra in (("default", {"ANVIL_ENGINE": ""}), ("off", {"ANVIL_ENGINE": "off"}), ("ci", {"CI": "true"})):
+        env = engine_env(home / name, **extra)
         result = run(["-p", "hi", "--model", "scripted"], env, home)
         assert result.returncode == 0, result.stderr
         assert "scripted model" in result.stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from anvil.config import data_dir
-from anvil.engine import paths, server, wire
+from anvil.engine import paths, peer, server, wire
 from anvil.engine.client import engine_wanted
 
 
@@ -70,13 +70,41 @@ def test_a_directory_others_may_enter_is_refused(tmp_path: Path) -> None:
         paths.check_private(link, want_dir=True)
 
 
-def test_quick_commands_and_off_skip_the_engine() -> None:
-    assert engine_wanted(["-p", "hi"], {})
-    assert engine_wanted([], {})
+def test_the_engine_is_off_unless_turned_on_and_quick_commands_skip_it() -> None:
+    on = {"ANVIL_ENGINE": "on"}
+    assert engine_wanted(["-p", "hi"], on)
+    assert engine_wanted([], {"ANVIL_ENGINE": "1"})
     for args in (["--version"], ["--help"], ["sessions"], ["trust"], ["acp"], ["-p", "x", "-h"]):
-        assert not engine_wanted(args, {})
-    for value in ("off", "0", "no", "false", "OFF"):
+        assert not engine_wanted(args, on)
+    for value in ("off", "0", "no", "false", "OFF", "", "maybe"):
         assert not engine_wanted(["-p", "hi"], {"ANVIL_ENGINE": value})
+    assert not engine_wanted(["-p", "hi"], {})
+
+
+def test_a_process_in_the_engines_own_context_is_served_and_its_limits_read() -> None:
+    import resource
+
+    left, right = socket.socketpair()
+    with left, right:
+        assert peer.refusal(left) is None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert peer.limits(os.getpid())["RLIMIT_NOFILE"] == [soft, hard]
+    assert peer.context(os.getpid()) == peer.context("self")
+
+
+def test_another_context_is_named_in_the_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = peer.context
+
+    def sandboxed(pid: int | str) -> dict[str, str]:
+        found = real(pid)
+        if pid != "self":
+            found.update({"NoNewPrivs": "1", "ns/mnt": "mnt:[1]"})
+        return found
+
+    monkeypatch.setattr(peer, "context", sandboxed)
+    left, right = socket.socketpair()
+    with left, right:
+        assert peer.refusal(left) == "the client runs with other bounds than the engine (NoNewPrivs, ns/mnt)"
 
 
 def test_a_changed_source_file_makes_the_engine_refuse_and_stop(tmp_path: Path,
