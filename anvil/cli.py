@@ -11,6 +11,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
     from typing import Any
 
     from anvil.frontend.jobs import JobLaunch
@@ -18,22 +19,59 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 
+HELP_EPILOG = """\
+commands:
+  anvil [PROMPT]        the full-screen app (--plain: a line interface);
+                        PROMPT is the first message
+  anvil -p PROMPT       one headless run: the answer on stdout
+  anvil -p --task FILE  run a Markdown task file (exit 4: blocked on a question)
+  anvil tasks           this project's tasks; anvil answer TASK TEXT resumes one
+  anvil eval SUITE...   measure anvil on a suite of tasks (see the README)
+  anvil sessions        this project's sessions; --prune removes old ones
+  anvil trust [PATH]    trust a folder's .anvil/ settings; --list, --forget
+  anvil acp             serve an editor over the Agent Client Protocol
+  anvil -V, --version   print the version
+
+model and keys:
+  default model: {model}
+  (--model, ANVIL_MODEL or `model` in config change it; /model in a session)
+  the provider's key, as litellm names it: ANTHROPIC_API_KEY, OPENAI_API_KEY,
+  GEMINI_API_KEY, ...; none for --api-base or --model scripted.
+  ANVIL_API_KEY is sent to whichever provider the model uses.
+  ANVIL_<SETTING> sets a plain setting (ANVIL_MODEL, ANVIL_MAX_ITERATIONS, ...);
+  BRAVE_API_KEY or TAVILY_API_KEY turn on web_search.
+
+configuration, lowest priority first:
+  ~/.config/anvil/config.toml     yours, every project ($XDG_CONFIG_HOME/anvil)
+  .anvil/config.toml              the project's, at its root: the git root, or
+                                  the nearest folder up holding .anvil/
+  ANVIL_* variables, then these flags
+  sessions, logs, history:        ~/.local/share/anvil/ ($XDG_DATA_HOME/anvil)
+
+exit codes:
+  0 done, 1 error (provider, config, session, max iterations), 2 bad usage,
+  4 a task run blocked on a question, 130 interrupted
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
+    from anvil import DEFAULT_MODEL
+
     parser = argparse.ArgumentParser(
-        prog="anvil",
-        description="A terminal coding assistant: a model reads, edits, searches and runs your code through "
-                    "tools. Run `anvil -p PROMPT` for one headless run; `anvil sessions` lists sessions; "
-                    "`anvil trust` trusts this folder's .anvil/ settings; `anvil acp` serves an editor (ACP).",
-        epilog="Settings come from ~/.config/anvil/config.toml, .anvil/config.toml, ANVIL_* variables and "
-               "these flags, in increasing priority.",
+        prog="anvil", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A terminal coding assistant: a model reads, edits, searches and runs your code\n"
+                    "through tools.",
+        epilog=HELP_EPILOG.format(model=DEFAULT_MODEL),
     )
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("first_prompt", nargs="?", metavar="PROMPT",
+                        help="the first message of an interactive session (with -p: the prompt to run)")
+    parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
     parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
                         help="run one prompt headless and print the result ('-' reads it from stdin)")
-    parser.add_argument("--model", help="litellm model string, e.g. anthropic/claude-sonnet-4-5, "
-                                        "openai/<name> with --api-base, or 'scripted' for the demo model")
+    parser.add_argument("--model", help="any litellm model string (default: see below), e.g. openai/<name> with "
+                                        "--api-base, or 'scripted' for the demo model")
     parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama)")
     parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                         help="headless output: the answer (text), one JSON result (json), or one event "
@@ -53,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", metavar="NAME", help="TUI theme: anvil-dark, anvil-light, anvil-high-contrast "
                                                        "or one of yours in ~/.config/anvil/themes/")
     parser.add_argument("--demo", action="store_true",
-                        help="replay a scripted session in the app on a copy of a demo project (no key, no network)")
+                        help="replay a scripted session on a temporary copy of a demo project (no key, no "
+                             "network), in the app; with -p, headless")
     parser.add_argument("--plain", action="store_true",
                         help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
     parser.add_argument("--workflow", metavar="NAME",
@@ -61,12 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
                              "with a job")
     parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
-    # `anvil -p --workflow phased "..."`: the prompt may also come after the options (-p then takes no value)
-    parser.add_argument("words", nargs="*", metavar="PROMPT", help=argparse.SUPPRESS)
+    parser.add_argument("--task", metavar="FILE", help="run a Markdown task file (YAML header: title, prd, verify, "
+                        "max_iterations, workflow) headless; exit 4 when it ends blocked on a question")
+    parser.add_argument("--answer", metavar="TEXT", help="answer the open question of a blocked task and resume it "
+                        "(with --task FILE, or -c for the newest session); `anvil answer TASK TEXT` is the same")
     resume = parser.add_mutually_exclusive_group()
     resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
-                        help="resume the newest session of this directory (and the job it worked on)")
-    resume.add_argument("--resume", metavar="ID", help="resume the session with this id (with --workflow: the job)")
+                        help="resume the newest session of this project (and the job it worked on)")
+    resume.add_argument("--resume", metavar="ID", help="resume the session with this id (`anvil sessions` "
+                                                       "lists them; with --workflow: the job)")
     return parser
 
 
@@ -78,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"anvil {__version__}")
         return 0
     if args_list[:1] == ["sessions"]:
-        return _sessions(args_list[1:])
+        from anvil.cli_sessions import sessions_command
+
+        return sessions_command(args_list[1:])
     if args_list[:1] == ["acp"]:
         from anvil.acp.server import main as acp_main
 
@@ -87,6 +131,20 @@ def main(argv: list[str] | None = None) -> int:
         from anvil.frontend.trust import trust_command
 
         return trust_command(args_list[1:])
+    if args_list[:1] == ["tasks"]:
+        from anvil.frontend.tasks import tasks_command
+
+        return tasks_command(args_list[1:])
+    if args_list[:1] == ["eval"]:
+        from anvil.eval.cli import main as eval_main
+
+        return eval_main(args_list[1:])
+    if args_list[:1] == ["answer"]:
+        if len(args_list) < 3 or args_list[1].startswith("-") or args_list[2].startswith("-"):
+            print('usage: anvil answer TASK "ANSWER" [--model M] [--output-format F] ...: answers the open question '
+                  "of a blocked task and resumes its run", file=sys.stderr)
+            return EXIT_USAGE
+        args_list = ["-p", "--task", args_list[1], "--answer", args_list[2], *args_list[3:]]
     parser = build_parser()
     args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
     if args.version:
@@ -99,26 +157,28 @@ def main(argv: list[str] | None = None) -> int:
     problem = _job_problem(args)
     if problem:
         parser.error(problem)
-    if args.words:
-        if args.prompt != "":
-            parser.error(f"unrecognized arguments: {' '.join(args.words)} (a prompt goes with -p)")
-        args.prompt = " ".join(args.words)
-    if args.prompt is None and args.input_format == "text":
+    if args.first_prompt is not None and args.prompt is not None:
+        if args.prompt:
+            parser.error("give the prompt once: after -p, or as PROMPT")
+        args.prompt, args.first_prompt = args.first_prompt, None  # `anvil -p --model x "prompt"`
+    if args.prompt is None and args.input_format == "text" and args.task is None and args.answer is None:
         if args.plain:
             return _plain(args)
         return _tui(args)
+    if args.demo:
+        return _demo_headless(args)
     return _headless(args)
 
 
 def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
-    from anvil.plain.repl import launch
+    from anvil.plain.launch import launch
 
     job = _job(args)
     if isinstance(job, int):
         return job
     return launch(_flags(args), resume=None if job else args.resume, continue_latest=args.continue_latest,
-                  trust=_trust(args), job=job)
+                  trust=_trust(args), job=job, first_prompt=args.first_prompt)
 
 
 def _job_problem(args: Any) -> str | None:
@@ -175,13 +235,13 @@ def _read_prompt(value: str) -> str | None:
     return sys.stdin.read()
 
 
-def _headless(args: Any) -> int:
+def _headless(args: Any, model: Any = None) -> int:
     import asyncio
-    from pathlib import Path
 
     from anvil.config import ConfigError, load_settings
     from anvil.core.model.errors import ModelError
     from anvil.core.session.store import SessionError
+    from anvil.core.tasks.state import TaskStateError
     from anvil.core.workflows.base import JobError
 
     job = _job(args)
@@ -195,30 +255,56 @@ def _headless(args: Any) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)):
+        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)) \
+                and args.task is None and args.answer is None:
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
             return EXIT_USAGE
+    task = None
+    if args.task is not None or args.answer is not None:
+        task, job = _task_launch(args, prompt or ""), None  # the task run starts its workflow's job itself
+        if task is None:
+            return EXIT_USAGE
     try:
-        settings = load_settings(Path.cwd(), _flags(args), trust=_trust(args))
+        root = _project_root()
+        settings = load_settings(root, _flags(args), trust=_trust(args))
         from anvil.headless import run_headless
         from anvil.runtime import open_runtime
 
-        runtime = open_runtime(settings, Path.cwd(), resume=None if job else args.resume,
-                               continue_latest=args.continue_latest, interactive=False,
+        resume = task.resume if task is not None else None if job else args.resume
+        runtime = open_runtime(settings, root, resume=resume, interactive=False, model=model,
+                               continue_latest=args.continue_latest and task is None,
                                resume_job=(job.workflow, job.resume) if job and job.resume else None)
         return asyncio.run(run_headless(runtime, prompt, args.output_format, input_format=args.input_format,
-                                        job=job))
+                                        job=job, task=task))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ConfigError, SessionError, ModelError, JobError) as exc:
+    except (ConfigError, SessionError, ModelError, JobError, TaskStateError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _task_launch(args: Any, prompt: str) -> Any:
+    """The task run these flags ask for, or None after saying in one line why it cannot start. A task's workflow
+    (--workflow, else the task file's) runs as the task's job: the task is its instructions."""
+    from anvil.config import data_dir
+    from anvil.frontend.tasks import TaskStartError, prepare_launch
+
+    if args.input_format != "text":
+        print("anvil: --task and --answer take no --input-format stream-json (a task is one run).", file=sys.stderr)
+        return None
+    try:
+        return prepare_launch(_project_root(), data_dir(), task=args.task, answer=args.answer, resume=args.resume,
+                              continue_latest=args.continue_latest, extra=prompt, workflow=args.workflow,
+                              keep_iterations=args.max_iterations is not None)
+    except TaskStartError as exc:
+        print(f"anvil: {exc}", file=sys.stderr)
+        return None
 
 
 def _stream_input_problem(args: Any) -> str | None:
@@ -234,7 +320,6 @@ def _stream_input_problem(args: Any) -> str | None:
 def _tui(args: Any) -> int:
     """The Textual app. Settings are validated inside it, after the first paint, so errors show there."""
     import os
-    from pathlib import Path
 
     if not sys.stdin.isatty() or not sys.stdout.isatty():
         print("anvil: the interactive app needs a terminal; use `anvil -p PROMPT` in scripts and pipes.",
@@ -248,103 +333,71 @@ def _tui(args: Any) -> int:
         flags["theme"] = args.theme
     model = None
     demo_prompt = None
+    demo_root: Path | None = None
     if args.demo:
         from anvil.tui.demo import DEMO_PROMPT, DemoError, demo_environment, demo_model, prepare_demo_project
 
         try:
-            root = prepare_demo_project()
+            demo_root = prepare_demo_project()
         except (DemoError, OSError) as exc:
             print(f"anvil: {exc}", file=sys.stderr)
             return 1
-        os.chdir(root)
-        demo_environment()
+        os.chdir(demo_root)
+        demo_environment(demo_root)
         flags.update(model="scripted", auto_approve=False)
         model, demo_prompt = demo_model(), DEMO_PROMPT
     from anvil.tui.app import AnvilApp
 
-    app = AnvilApp(Path.cwd(), flags=flags, model=model, resume=None if job else args.resume,
+    app = AnvilApp(_project_root(), flags=flags, model=model, resume=None if job else args.resume,
                    continue_latest=args.continue_latest, theme=args.theme, demo_prompt=demo_prompt, trust=_trust(args),
-                   job=job)
+                   job=job, first_prompt=args.first_prompt)
     try:
         code = app.run()
     finally:
         if app.runtime is not None:  # the app closes it on a normal exit; this covers a crash
             app.runtime.session.close()
+        if demo_root is not None:
+            from anvil.tui.demo import remove_demo_project
+
+            remove_demo_project(demo_root)
+    if app.farewell and demo_root is None:  # the demo's session went with its temporary directory
+        print(app.farewell)
     if app.return_code not in (None, 0):
         return app.return_code
     return code or 0
 
 
-def _sessions(argv: list[str]) -> int:
-    import argparse
-    import time
+def _project_root() -> Path:
     from pathlib import Path
 
-    from anvil.config import data_dir
-    from anvil.core.session.store import SessionStore
+    from anvil.project import find_project_root
 
-    parser = argparse.ArgumentParser(
-        prog="anvil sessions", description="List this directory's sessions, newest first; resume one with "
-        "`anvil --resume ID` or the newest with `anvil --continue`. With --prune, remove old ones.")
-    parser.add_argument("--prune", action="store_true", help="remove sessions (the file, its checkpoints and "
-                        "command logs) chosen by --older-than and/or --keep")
-    parser.add_argument("--older-than", type=float, metavar="DAYS", help="with --prune: sessions not used for DAYS")
-    parser.add_argument("--keep", type=int, metavar="N", help="with --prune: always keep the N newest of a project")
-    parser.add_argument("--dry-run", action="store_true", help="with --prune: list what would go, remove nothing")
-    parser.add_argument("--all-projects", action="store_true", help="with --prune: every project's sessions, "
-                        "not only this directory's")
-    args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
-    store = SessionStore(data_dir(), Path.cwd())
-    if args.prune:
-        return _prune(parser, args, store)
-    if args.older_than is not None or args.keep is not None or args.dry_run or args.all_projects:
-        parser.error("--older-than, --keep, --dry-run and --all-projects go with --prune")
-    sessions = store.list()
-    if not sessions:
-        print(f"No sessions yet for {store.project_root}.")
-        return 0
-    print(f"{'ID':<24} {'STARTED':<17} {'TURNS':>5}  FIRST PROMPT")
-    for s in sessions:
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created))
-        prompt = " ".join(s.first_prompt.split())
-        prompt = prompt[:60] + "…" if len(prompt) > 61 else prompt
-        print(f"{s.id:<24} {started:<17} {s.turns:>5}  {prompt}")
-    return 0
+    return find_project_root(Path.cwd())
 
 
-def _prune(parser: argparse.ArgumentParser, args: Any, store: Any) -> int:
-    """`anvil sessions --prune`: what goes is listed (with --dry-run, only listed)."""
-    import time
+def _demo_headless(args: Any) -> int:
+    """`anvil --demo -p PROMPT`: the demo's scripted session, headless, on a temporary copy of the demo project
+    (removed afterwards). Its approvals are granted: nothing but that copy is touched, and nobody could answer."""
+    import os
 
-    from anvil.core.session.retention import all_projects, apply_prune, plan_prune
+    from anvil.tui.demo import DemoError, demo_environment, demo_model, prepare_demo_project, remove_demo_project
 
-    if args.older_than is None and args.keep is None:
-        parser.error("--prune needs --older-than DAYS, --keep N, or both")
-    if (args.older_than is not None and args.older_than < 0) or (args.keep is not None and args.keep < 0):
-        parser.error("--older-than and --keep take a number of 0 or more")
-    projects = all_projects(store.data_dir) if args.all_projects else [store.dir.name]
-    plan = plan_prune(store.data_dir, projects, older_than_days=args.older_than, keep=args.keep)
-    where = "any project" if args.all_projects else str(store.project_root)
-    if not plan:
-        print(f"Nothing to prune for {where}.")
-        return 0
-    for item in plan:
-        used = time.strftime("%Y-%m-%d %H:%M", time.localtime(item.updated))
-        project = f"  {item.project}" if args.all_projects else ""
-        print(f"{item.session_id:<24} last used {used}  {_megabytes(item.size):>9}{project}")
-    total = _megabytes(sum(item.size for item in plan))
-    if args.dry_run:
-        print(f"Would remove {len(plan)} session(s), {total} (dry run: nothing was removed).")
-        return 0
-    problems = apply_prune(plan)
-    for problem in problems:
-        print(f"anvil sessions: {problem}", file=sys.stderr)
-    print(f"Removed {len(plan)} session(s), {total}.")
-    return 1 if problems else 0
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
+    try:
+        root = prepare_demo_project()
+    except (DemoError, OSError) as exc:
+        print(f"anvil: {exc}", file=sys.stderr)
+        return 1
+    here = os.getcwd()
+    try:
+        os.chdir(root)
+        demo_environment(root)
+        args.model, args.auto_approve, args.resume, args.continue_latest = "scripted", True, None, False
+        model = demo_model()
+        model.delay = 0
+        return _headless(args, model=model)
+    finally:
+        os.chdir(here)
+        remove_demo_project(root)
 
 
 if __name__ == "__main__":

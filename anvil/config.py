@@ -25,8 +25,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from anvil import DEFAULT_MODEL
+from anvil.config_errors import explain
 from anvil.config_imports import IMPORT_KEYS, MCP_JSON, Imported, import_flags, read_imports
 from anvil.config_tables import AcpConfig, CommandsConfig, Permissions, SandboxConfig, ScopedPermissions
 from anvil.config_workflows import WorkflowsConfig
@@ -49,7 +51,7 @@ RuleScope = Literal["user", "project"]
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
-    model: str = "anthropic/claude-sonnet-4-5"
+    model: str = DEFAULT_MODEL
     """Any litellm model string (``anthropic/…``, ``openai/…``, ``ollama/…``), or ``scripted`` for the demo."""
     api_base: str | None = None
     """Base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama), used with ``openai/<name>``."""
@@ -90,6 +92,12 @@ class Settings(BaseModel):
     """Extra model calls allowed for fixing a failed verification before anvil reports it as still failing."""
     verify_timeout: float = Field(600.0, gt=0)
     """Seconds each verification command may run before it is stopped and counted as failed."""
+    autofix: bool | dict[str, list[str]] = True
+    """Automatic fixers run on the changed files when verification fails, before the model: true (for Python
+    ``ruff check --fix`` then ``ruff format``, when ruff is installed), false, or a table of fixer commands per
+    language or extension (``python = ["ruff check --fix {paths}"]``; ``[]`` turns one off)."""
+    task_prd_chars: int = Field(12_000, ge=500)
+    """Characters of a task's PRD put in the system prompt; the rest is cut, saying so."""
     theme: str = "anvil-dark"
     """Name of the TUI theme."""
     allowed_dirs: list[str] = Field(default_factory=list)
@@ -136,6 +144,13 @@ class Settings(BaseModel):
     _project_trust: TrustDecision = PrivateAttr(default_factory=TrustDecision)
     _import_notes: list[str] = PrivateAttr(default_factory=list)
 
+    @field_validator("compact_threshold")
+    @classmethod
+    def _a_fraction(cls, value: float | bool) -> float | bool:
+        if not isinstance(value, bool) and not 0 < value <= 1:
+            raise ValueError("a fraction of the window above 0 and at most 1 (e.g. 0.85), or false")
+        return value
+
     @property
     def project_trust(self) -> TrustDecision:
         """Whether the project's risky settings apply in this run, and for which content."""
@@ -145,13 +160,6 @@ class Settings(BaseModel):
     def import_notes(self) -> list[str]:
         """What could not be imported from .claude/settings.json or .mcp.json, for the person."""
         return list(self._import_notes)
-
-
-_TYPE_WORDS = {
-    "int_parsing": "a whole number", "int_type": "a whole number", "bool_parsing": "true or false",
-    "bool_type": "true or false", "string_type": "a string (in quotes)", "float_parsing": "a number",
-    "float_type": "a number", "list_type": "a list, e.g. [\"a\", \"b\"]", "dict_type": "a table",
-    "model_type": "a table", "greater_than_equal": "a larger number"}
 
 
 def xdg_config_home() -> Path:
@@ -207,50 +215,6 @@ def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _explain(exc: ValidationError, source: str, layer: dict[str, Any]) -> ConfigError:
-    err = exc.errors()[0]
-    key = ".".join(str(p) for p in _as_written(err["loc"]))
-    if err["type"] == "extra_forbidden":
-        known = ", ".join(_known_keys(err["loc"][:-1]))
-        return ConfigError(f"{source}: unknown setting '{key}'. Known settings{' there' if known else ''}: {known}.")
-    expected = _TYPE_WORDS.get(err["type"], err["msg"].lower().removeprefix("value error, ")
-                               .removeprefix("input should be "))
-    got = _lookup(layer, err["loc"])
-    return ConfigError(f"{source}: '{key}' should be {expected}, not {got!r}.")
-
-
-def _as_written(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A setting's location as the person wrote it: without the scope :func:`_scoped` put in."""
-    if loc[:1] == ("permissions",) and loc[1:2] in (("user",), ("project",)):
-        return loc[:1] + loc[2:]
-    return loc
-
-
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys allowed where an unknown one was found, by walking the models along its location."""
-    model: Any = Settings
-    key_next = False  # after a dict or list setting, the next part is a name or an index, not a field
-    for part in loc:
-        if key_next:
-            key_next = False
-            continue
-        if not (isinstance(model, type) and issubclass(model, BaseModel)) or str(part) not in model.model_fields:
-            return []
-        model = model.model_fields[str(part)].annotation
-        if getattr(model, "__origin__", None) in (dict, list):
-            model, key_next = model.__args__[-1], True
-    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
-
-
-def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
-    for part in loc:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
-
-
 # Settings that are tables or lists: set in TOML files, not through single environment variables.
 _TABLES = {"permissions", "lint", "allowed_dirs", "hooks", "web", "agents", "mcp_servers", "verify", "sandbox",
            "commands", "acp", "workflows"}
@@ -300,7 +264,7 @@ def load_settings(root: Path, flags: dict[str, Any] | None = None, environ: dict
         try:
             Settings.model_validate(candidate)
         except ValidationError as exc:
-            raise _explain(exc, source, candidate) from None
+            raise ConfigError(explain(exc, source, candidate, Settings)) from None
         merged = candidate
     settings = Settings.model_validate(merged)
     settings._project_trust = TrustDecision(trusted, None if trust is True else check.digest)

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from anvil.core.model.protocol import Model
     from anvil.core.sandbox.sandbox import SandboxStatus
     from anvil.core.session.store import SessionSummary
+    from anvil.core.tasks.run import TaskRun
+    from anvil.core.tasks.taskfile import TaskSpec
     from anvil.core.tools.base import EditorTerminal
     from anvil.core.workflows.base import JobStatus
 
@@ -47,6 +49,8 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     unpriced_calls: int = 0
+    #: ``context_used`` is an estimate (a resumed session's last known figure, or counted before a reply)
+    context_estimated: bool = False
 
 
 class SessionFacade:
@@ -193,6 +197,22 @@ class SessionFacade:
         except JobError:
             return []
 
+    def task_run(self, spec: TaskSpec, *, blocking: bool, keep_iterations: bool = False) -> TaskRun:
+        """A run of the task ``spec`` in this session (see :mod:`anvil.core.tasks.run`); ``blocking``: nobody can
+        answer a question now (headless), so questions and escalations end the turn as blockers."""
+        from anvil.core.tasks.run import TaskRun
+        from anvil.core.tasks.state import TaskStore
+
+        store = TaskStore(self.data_dir, self.root)
+        return TaskRun(spec, store, self._agent, self.id, blocking=blocking, keep_iterations=keep_iterations,
+                       prd_budget=self.settings.task_prd_chars)
+
+    def verification(self) -> dict[str, Any] | None:
+        """The last turn's verification (checks, what the automatic fixers changed, what the model had to fix),
+        or None when no checks ran."""
+        record = self._agent.verification
+        return record.to_dict() if record.ran else None
+
     def steer(self, text: str) -> None:
         """A message typed while a turn runs: the model sees it before its next call."""
         self._agent.steer(text)
@@ -229,9 +249,15 @@ class SessionFacade:
 
     def usage(self) -> Usage:
         totals = self._agent.usage.summary()
-        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], self._agent.context.used,
+        context = self._agent.context
+        return Usage(totals["prompt_tokens"], totals["completion_tokens"], totals["cost"], context.used,
                      totals["cache_read_tokens"], totals["cache_write_tokens"], totals["reasoning_tokens"],
-                     totals["unpriced_calls"])
+                     totals["unpriced_calls"], context.estimated)
+
+    def context_event(self) -> ContextUsage:
+        """The gauge as it stands (after a resume: the session's last known figure, estimated), without
+        counting anything."""
+        return self._agent.context.event()
 
     async def measure(self) -> ContextUsage:
         """Count the conversation against the model's window now (after a model switch or a rewind)."""

@@ -35,12 +35,14 @@ from anvil.core.events import (
     AssistantMessage,
     ErrorEvent,
     Event,
+    IntentPreview,
     JobFinished,
     Notice,
     PhaseEnded,
     PhaseStarted,
     PlanProposed,
     Retrying,
+    TextDelta,
     ToolCallStarted,
     TransitionRejected,
     TurnEnded,
@@ -51,16 +53,18 @@ from anvil.core.model.errors import ModelError
 from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
 from anvil.frontend.jobs import JobLaunch
-from anvil.frontend.lines import describe
+from anvil.frontend.lines import describe, short
 from anvil.frontend.prompt import prepare_prompt, prompt_turn
+from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED}
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
 JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
-    "text": (ErrorEvent, Notice, Retrying, *JOB_EVENTS), "json": (ErrorEvent, Retrying), "stream-json": (ErrorEvent,)}
+    "text": (ErrorEvent, Notice, Retrying, IntentPreview, *JOB_EVENTS), "json": (ErrorEvent, Retrying),
+    "stream-json": (ErrorEvent,)}
 PLAN_ONLY = ("plan mode: this is the plan; nothing was changed. Rerun with --auto-approve to carry it out, or "
              "without --mode plan.")
 #: how a turn ended, in Claude Code's words (its ``subtype``)
@@ -73,6 +77,7 @@ class _Run:
     the calls that were refused."""
 
     answer: str = ""
+    partial: str = ""  # the reply streaming now: an interrupt leaves only this
     continued: bool = False  # the last reply stopped at the output limit: the next one goes on with its text
     plan: str | None = None  # plan mode: the plan the model proposed is the result
     ended: TurnEnded | None = None
@@ -87,6 +92,8 @@ class _Run:
         """What the run answered: a completed job's summary, a proposed plan, or the last reply."""
         if self.finished is not None and self.finished.status == "complete":
             return self.finished.summary
+        if self.ended is not None and self.ended.reason == "blocked":  # the question is what the run leaves
+            return self.ended.message
         return self.plan if self.plan is not None else self.answer
 
 
@@ -118,22 +125,44 @@ class _Output:
             self._json(event.to_dict())
             self.out.flush()
         line = describe(event) if isinstance(event, STDERR_EVENTS[self.format]) else None
-        if line is not None:
+        if isinstance(event, IntentPreview) and line is not None:  # text mode shows no other text of the model's
+            self.complain(f"plan (the model's intent preview; not enforced):\n{event.outline}")
+        elif line is not None:
             self.complain(line.text)
 
-    def finish(self, run: _Run, session: SessionFacade) -> int:
+    def denied(self, name: str, args: dict[str, Any], by: str) -> None:
+        """Text output only shows the answer: a call that was not run is said on stderr (json and stream-json
+        carry it as ``permission_denials`` and events)."""
+        if self.format != "text":
+            return
+        what = short(str(args.get("command") or args.get("path") or ""), 80)
+        call = f"{name} `{what}`" if what else name
+        if by == "headless":
+            self.complain(f"{call} was not run: it needs approval, and nobody can answer here; allow it with "
+                          "--auto-approve or a rule in .anvil/config.toml ([permissions] allow).")
+        else:
+            self.complain(f"{call} was not run: refused by {by}.")
+
+    def finish(self, run: _Run, session: SessionFacade, task: dict[str, Any] | None = None) -> int:
         ended = run.ended
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
+        if ended.reason == "interrupted" and run.partial:
+            run.answer += run.partial  # what streamed before the interrupt is the answer there is
+        if ended.reason == "interrupted" and self.format == "text":
+            self.complain(f"interrupted: the answer {'below is incomplete' if run.answer else 'was not finished'}; "
+                          "`anvil -c -p \"go on\"` continues the session.")
         if run.plan is not None and ended.reason == "done":
             self.complain(PLAN_ONLY)
         text = run.result
         if self.format == "text" and text:
             self.out.write(self.mask(text.rstrip("\n")) + "\n")
         elif self.format in {"json", "stream-json"}:
-            self._json(result_object(session, run))
+            self._json(result_object(session, run, task))
         self.out.flush()
+        if task is not None and task["status"] == "failed":  # verification still failing counts as an error
+            return EXIT_ERROR
         code = EXIT_CODES.get(ended.reason, EXIT_ERROR)
         job_unfinished = run.job is not None and (run.finished is None or run.finished.status != "complete")
         return EXIT_ERROR if code == EXIT_OK and job_unfinished else code  # a job that stopped short is no success
@@ -144,10 +173,12 @@ class _Output:
 
 async def run_headless(runtime: Runtime, prompt: str | None, output_format: str = "text",
                        out: TextIO | None = None, err: TextIO | None = None, *, input_format: str = "text",
-                       stdin: TextIO | None = None, job: JobLaunch | None = None) -> int:
+                       stdin: TextIO | None = None, job: JobLaunch | None = None,
+                       task: TaskLaunch | None = None) -> int:
     """One turn for ``prompt``; with ``input_format="stream-json"``, a turn for every user message on ``stdin``
     (after ``prompt``, when there is one). With ``job``, a workflow job: a new one for its instructions (or the
-    prompt), or, resumed, the job the runtime was opened on, with the prompt as guidance."""
+    prompt), or, resumed, the job the runtime was opened on, with the prompt as guidance. With ``task``, the
+    task's run (exit 4 when it ends blocked)."""
     session = SessionFacade(runtime)
     output = _Output(output_format, out or sys.stdout, err or sys.stderr, runtime.secrets)
     output.started(session)
@@ -167,6 +198,7 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
                 return await _conversation(session, prompt, output, stdin or sys.stdin)
         finally:
             await session.close()
+    task_turn = TaskTurn(session, task, blocking=True) if task is not None else None
     try:
         stream = _job_stream(session, job, prompt or "")
     except JobError as exc:
@@ -175,10 +207,10 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
         return EXIT_ERROR
     try:
         with _interrupt_on_sigint(session):
-            run = await _turn(session, prompt or "", output, stream)
+            run = await _turn(session, prompt or "", output, task_turn.events() if task_turn else stream)
     finally:
         await session.close()
-    return output.finish(run, session)
+    return output.finish(run, session, task_turn.result if task_turn else None)
 
 
 def _job_stream(session: SessionFacade, job: JobLaunch | None, prompt: str) -> AsyncIterator[Event] | None:
@@ -271,14 +303,17 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output,
         match event:
             case PlanProposed(future=None, plan=plan):
                 run.plan = plan
+            case TextDelta(text=text):
+                run.partial += text
             case AssistantMessage(text=text, continues=continues):
                 run.answer = run.answer + text if run.continued else text
-                run.continued = continues
+                run.continued, run.partial = continues, ""
             case ToolCallStarted(call_id=call_id, name=name, args=args):
                 run.calls[call_id] = (name, args)
             case ApprovalAnswered(allow=False, by=by) if by != "interrupt":
                 name, args = run.calls.get(event.call_id, (event.tool, {}))
                 run.denials.append({"tool_name": name, "tool_use_id": event.call_id, "tool_input": args, "by": by})
+                output.denied(name, args, by)
             case PhaseStarted():
                 run.job = event
             case JobFinished():
@@ -310,9 +345,10 @@ def _interrupt_on_sigint(session: SessionFacade) -> Iterator[None]:
             loop.remove_signal_handler(signal.SIGINT)
 
 
-def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
+def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None = None) -> dict[str, Any]:
     """How a turn ended, in anvil's field names and Claude Code's: ``turns``/``num_turns``, ``cost``/
-    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's."""
+    ``total_cost_usd``, ``stop_reason``/``subtype``, usage in both token names. Tokens and cost are the session's.
+    ``verification``: the turn's checks and who fixed what; ``task``: a task run's status, question and plan."""
     ended = run.ended
     assert ended is not None, "a turn always ends with turn_ended"
     usage = session.usage()
@@ -336,7 +372,10 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
         "cost": cost,
         "total_cost_usd": cost,
         "permission_denials": run.denials,
+        "verification": session.verification(),
     }
+    if task is not None:
+        result["task"] = task
     if run.plan is not None:
         result.update(plan=run.plan, stop_reason="plan")
     if run.job is not None:
@@ -347,4 +386,4 @@ def result_object(session: SessionFacade, run: _Run) -> dict[str, Any]:
     return result
 
 
-__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]
+__all__ = ["EXIT_BLOCKED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]

@@ -26,6 +26,7 @@ from anvil.config import (
 from anvil.core.events import TodoItem
 from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop.agent import Agent
+from anvil.core.loop.autofix import DEFAULT_FIXERS
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
@@ -167,6 +168,17 @@ def build_model(settings: Settings) -> Model:
                         max_output_tokens=settings.max_output_tokens, retry_output_tokens=settings.retry_output_tokens)
 
 
+def fixers(autofix: bool | dict[str, list[str]]) -> dict[str, tuple[str, ...]] | None:
+    """The automatic fixers from the ``autofix`` setting: none, the defaults, or the defaults with the
+    languages the table names replaced (an empty list turns a language's off)."""
+    if autofix is False:
+        return None
+    table = dict(DEFAULT_FIXERS)
+    if isinstance(autofix, dict):
+        table.update({key: tuple(commands) for key, commands in autofix.items()})
+    return {key: commands for key, commands in table.items() if commands}
+
+
 def tool_settings(settings: Settings, root: Path) -> ToolSettings:
     allowed = [(root / Path(d).expanduser()).resolve() for d in settings.allowed_dirs]
     limits = settings.commands
@@ -264,7 +276,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   max_iterations=settings.max_iterations, history=history,
                   compact_threshold=settings.compact_threshold, verify=list(settings.verify),
                   verify_retries=settings.verify_retries, verify_timeout=settings.verify_timeout, hooks=hooks,
-                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model)
+                  interactive=interactive, mask_secrets_for_model=settings.mask_secrets_for_model,
+                  autofix=fixers(settings.autofix))
     agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
     tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
@@ -279,6 +292,8 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if state is not None:
         agent.turn = state.turns
         agent.usage.restore({**vars(state), "cost": state.total_cost})
+        # The gauge starts from the last measure the session recorded, marked estimated until the next call.
+        agent.context.used, agent.context.estimated = state.context_used, True
         ctx.todos = [TodoItem(**t) for t in state.todos if isinstance(t, dict)]
     if job is None and state is not None and state.workflow:
         job = _session_job(settings, root, state.workflow, warnings)

@@ -119,6 +119,8 @@ RISKY_SETTINGS: tuple[RiskySetting, ...] = (
     RiskySetting("lint", lambda v: [f"after edits to {kind} files, runs {_code(c)}" for kind, c in v.items()]),
     RiskySetting("verify", lambda v: [f"runs {_code(c)} after each turn that changes files" for c in v]),
     RiskySetting("test_command", lambda v: [f"run_tests runs {_code(v)}"]),
+    RiskySetting("autofix", lambda v: [f"when verification fails, runs {_code(c)} on {kind} files" for kind, cs in
+                                       v.items() for c in cs], _risky_if(lambda v: isinstance(v, dict))),
     RiskySetting("mcp_servers", _mcp_servers),
     RiskySetting("api_base", lambda v: [f"model requests, with your API key, go to {v}"]),
     RiskySetting("auto_approve", lambda v: ["every tool call runs without asking"],

@@ -54,7 +54,7 @@ def write_session(data_home: Path, project: Path, turns: int) -> str:
     from anvil.core.session.store import SessionStore
 
     store = SessionStore(data_home / "anvil", project)
-    session = store.create("scripted", "bench")
+    session = store.create("scripted", "bench", deferred=False)  # the header on disk: lines are appended below
     numbered = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(MODULE.splitlines(), 1))
     lines = []
     for turn in range(1, turns + 1):

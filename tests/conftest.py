@@ -78,7 +78,31 @@ def anvil_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "anvil.cli", *args]
 
 
+#: Modules whose tests drive real terminals (tmux) or whole anvil processes, end to end: marked ``slow``, so
+#: ``pytest -m "not slow"`` is the quick pass while working. The plain ``pytest`` (and CI) runs everything.
+SLOW_MODULES = (
+    "tests/tui/test_tmux_e2e.py", "tests/plain/test_plain_tmux.py", "tests/test_tools_e2e.py",
+    "tests/test_patch_e2e.py", "tests/test_policy_attacks_e2e.py", "tests/test_claude_hooks_e2e.py",
+    "tests/test_headless.py", "tests/test_headless_new_user.py", "tests/test_headless_stream_input.py",
+    "tests/test_trust_headless.py", "tests/test_sandbox_headless.py", "tests/test_mcp_headless.py",
+    "tests/test_reliability.py", "tests/acp/test_acp_clients.py",
+)
+#: Single tests elsewhere that start whole anvil processes (20 s and more each in a full run on 2 cores).
+SLOW_TESTS = (
+    "tests/core/model/test_anthropic.py::test_resumed_thinking_goes_back_after_continue",
+    "tests/acp/test_acp_session.py::test_load_replays_the_session",
+    "tests/core/policy/test_protected_writes.py::test_headless_cli_refuses_and_tells_the_person",
+    "tests/core/loop/test_wiring.py::test_headless_plan_mode_prints_the_plan",
+    "tests/test_project_root.py::test_anvil_sessions_from_a_subdirectory_lists_the_projects_sessions",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    root = Path(str(config.rootpath))
+    for item in items:
+        if Path(str(item.path)).relative_to(root).as_posix() in SLOW_MODULES or item.nodeid in SLOW_TESTS:
+            item.add_marker(slow)
     if any(LIVE_KEYS.values()):
         return
     skip = pytest.mark.skip(reason="live: set ANTHROPIC_API_KEY or OPENAI_API_KEY to call a real provider")

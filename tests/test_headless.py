@@ -121,7 +121,8 @@ def test_unreachable_server(project: Path) -> None:
     result = run_anvil(project, None, "-p", "hi", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1",
                        env={"ANVIL_MAX_RETRIES": "0"})
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "Could not connect to the provider at http://127.0.0.1:9/v1" in result.stderr
+    assert result.stderr == ("anvil: Could not connect to http://127.0.0.1:9/v1: the connection was refused; check "
+                             "that the server is running and the address is right.\n")
 
 
 def test_missing_key_is_reported_before_calling(project: Path) -> None:

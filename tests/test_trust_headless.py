@@ -70,8 +70,10 @@ def test_untrusted_the_repository_runs_nothing_and_gets_no_key(repo: Path, serve
     assert "deny rule 'echo secret*'" in echo  # the repository's deny rule applies all the same
     assert "CONTENT-FROM-OUTSIDE" not in read  # allowed_dirs = ["/"] did not apply
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "not trusted" in lines[0] and "--trust" in lines[0]
+    assert "not trusted" in lines[0] and "--trust" in lines[0]
     assert all(name in lines[0] for name in RISKY_SOURCES)
+    # then one line for each call that was not run (text output says so on stderr), nothing else
+    assert len(lines) == 4 and all(" was not run: " in line for line in lines[1:])
 
 
 def test_with_trust_the_repository_settings_apply(repo: Path, server: ScriptedOpenAIServer,

@@ -17,7 +17,7 @@ from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionRespon
 
 from anvil.acp.updates import diff_contents, fenced
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanDecision, PlanProposed, QuestionAsked
-from anvil.frontend.lines import cwd_text, shown_path
+from anvil.frontend.lines import always_patterns, cwd_text, rules_text, shown_path
 
 CLIENT_CANNOT_ASK = ("Not run: this needs the person's approval, and the editor connected to anvil could not ask "
                      "them ({why}). Do without it, or say what you would have run and why; the person can allow "
@@ -27,21 +27,25 @@ ANSWER_IN_CHAT = "answer-in-chat"
 
 @dataclass(frozen=True)
 class Always:
-    """What an "always" answer saves: the pattern and the scope."""
+    """What an "always" answer saves: the patterns (one per part of a compound command) and the scope."""
 
-    pattern: str
+    patterns: tuple[str, ...]
     scope: str
+
+    @property
+    def pattern(self) -> str:
+        return rules_text(self.patterns).replace("`", "")
 
 
 def always_rule(request: ApprovalRequested) -> Always | None:
-    """The rule "always" would save, or None when none may be offered."""
+    """The rules "always" would save, or None when none may be offered."""
     if request.person_only:
         return None
-    pattern = request.suggested_pattern or (None if request.command is not None else request.tool)
-    if not pattern:
+    patterns = always_patterns(request)
+    if not patterns:
         return None
     # the project's rules file (.anvil/permissions.toml) when the policy has one, else this session
-    return Always(pattern, "project" if "project" in request.rule_files else "session")
+    return Always(patterns, "project" if "project" in request.rule_files else "session")
 
 
 def approval_options(request: ApprovalRequested, root: Path) -> list[PermissionOption]:
@@ -52,7 +56,7 @@ def approval_options(request: ApprovalRequested, root: Path) -> list[PermissionO
         options.append(PermissionOption(option_id="allow-always", name=f"Always allow `{rule.pattern}` {where}",
                                         kind="allow_always"))
     options.append(PermissionOption(option_id="reject-once", name="Deny", kind="reject_once"))
-    if rule is not None:
+    if rule is not None and len(rule.patterns) == 1:  # denying every part of a compound command is too broad
         options.append(PermissionOption(option_id="reject-always",
                                         name=f"Always deny `{rule.pattern}` {_where(request, rule, root)}",
                                         kind="reject_always"))
@@ -90,9 +94,9 @@ def approval_decision(request: ApprovalRequested, response: RequestPermissionRes
         case "allow-once":
             return ApprovalDecision(True)
         case "allow-always" if rule is not None:
-            return ApprovalDecision(True, remember=rule.scope, pattern=rule.pattern)
-        case "reject-always" if rule is not None:
-            return ApprovalDecision(False, remember=rule.scope, pattern=rule.pattern)
+            return ApprovalDecision(True, remember=rule.scope, pattern=rule.patterns[0], patterns=rule.patterns)
+        case "reject-always" if rule is not None and len(rule.patterns) == 1:
+            return ApprovalDecision(False, remember=rule.scope, pattern=rule.patterns[0], patterns=rule.patterns)
     return ApprovalDecision(False)
 
 

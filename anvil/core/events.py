@@ -13,7 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck"]
+#: why a turn ended; "blocked": a task run cannot go on without the person's answer (see :class:`BlockerRaised`)
+TurnEndReason = Literal["done", "interrupted", "max_iterations", "error", "stuck", "blocked"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,8 @@ class ApprovalDecision:
     """The answer to an approval request.
 
     ``remember`` is a scope ("session", "project", "user") when the person chose "always allow" (or, with
-    ``allow`` false, "always deny"); ``pattern`` is then the rule saved.
+    ``allow`` false, "always deny"); ``pattern`` is then the rule saved, and ``patterns`` every rule saved when
+    there are several (one per part of a compound command).
     """
 
     allow: bool
@@ -118,6 +120,14 @@ class ApprovalDecision:
     remember: str | None = None
     pattern: str | None = None
     by: str = "user"
+    patterns: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Every rule this answer saves (none unless ``remember``)."""
+        if not self.remember:
+            return ()
+        return self.patterns or ((self.pattern,) if self.pattern else ())
 
 
 #: The answer to an approval request nobody can give: ``anvil -p``, and a sub-agent's request in such a run.
@@ -154,7 +164,7 @@ class ApprovalRequested(Event):
     reasons: tuple[str, ...] = ()
     suggested_pattern: str | None = None
     diff: str | None = None
-    #: for a command-running tool: the shell command it would run, as the policy evaluated it
+    #: for a command-running tool (and run_tests): the shell command it would run, as the policy evaluated it
     command: str | None = None
     #: for a command: the directory the policy evaluated it in, where it would run (the shell's, after a cd)
     cwd: str | None = None
@@ -164,6 +174,9 @@ class ApprovalRequested(Event):
     no_rule_reason: str = ""
     #: only the person may answer, once (a protected path, a command leaving the sandbox): offer no "always"
     person_only: bool = False
+    #: every rule "always allow" saves, each shown before it is saved: one per part of a compound command no
+    #: rule covers (``suggested_pattern`` is the first)
+    suggested_patterns: tuple[str, ...] = ()
     future: asyncio.Future[ApprovalDecision] | None = field(
         default=None, compare=False, repr=False, metadata={"transient": True}
     )
@@ -188,6 +201,8 @@ class ApprovalAnswered(Event):
     by: str
     message: str = ""
     rule: str | None = None
+    #: every rule saved with this answer ("always allow" on a compound command saves one per part)
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -402,3 +417,40 @@ class PlanProposed(Event):
     def answer(self, decision: PlanDecision) -> None:
         if self.future is not None and not self.future.done():
             self.future.get_loop().call_soon_threadsafe(_set_if_pending, self.future, decision)
+
+
+@dataclass(frozen=True)
+class BlockerRaised(Event):
+    """A task run cannot go on without the person: the turn ends ``blocked`` and the task waits for an answer.
+
+    ``source`` says how it was noticed: ``ask_user`` (the model asked, and nobody can answer in this run),
+    ``stated`` (the model said it cannot go on), ``escalation`` (a threshold: the same error 3 times, the
+    same file failing 3 edits, more than 5 failures in the turn) or ``stuck`` (a loop guard)."""
+
+    type: ClassVar[str] = "blocker"
+    question: str
+    source: str
+    #: what the model was looking at: its last words, or the last error
+    context: str = ""
+    #: the calls of the turn, last ones first cut: ``edit_file app.py: failed (No match …)``
+    tried: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AutofixApplied(Event):
+    """The automatic fixers (``ruff check --fix``, ``ruff format`` …) changed files after a failed verification,
+    before the failures went back to the model."""
+
+    type: ClassVar[str] = "autofix"
+    commands: tuple[str, ...]
+    files: tuple[str, ...]
+    diff: str
+
+
+@dataclass(frozen=True)
+class IntentPreview(Event):
+    """A complex task's outline (files, module boundaries, order), written by the model before its first change;
+    shown to the person as the plan, not enforced."""
+
+    type: ClassVar[str] = "intent_preview"
+    outline: str

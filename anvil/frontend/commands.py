@@ -87,6 +87,10 @@ class CommandSet:
         match = difflib.get_close_matches(name, [*self.commands, *ALIASES], n=1, cutoff=0.5)
         return ALIASES.get(match[0], match[0]) if match else None
 
+    def help_rows(self) -> tuple[tuple[str, str], ...]:
+        """(usage, description) of every command, for /help."""
+        return tuple((c.usage, c.help) for c in self.commands.values())
+
     def help_text(self) -> str:
         width = max(len(c.usage) for c in self.commands.values())
         return "\n".join(f"  {c.usage:<{width}}  {c.help}" for c in self.commands.values())
@@ -141,14 +145,16 @@ async def mcp_prompt(session: SessionFacade | None, name: str, arg: str, *, busy
 # -- the shared commands --------------------------------------------------------------------------------
 
 async def _help(ctx: CommandContext, arg: str) -> Reply:
-    return [Show(ctx.commands.help_text() + "\n\n" + ctx.keys_help, "help")]
+    rows = ctx.commands.help_rows()
+    return [Show(ctx.commands.help_text(), "help", rows), Show(ctx.keys_help, "help")]
 
 
 async def _clear(ctx: CommandContext, arg: str) -> Reply:
     old = ctx.session
     new = await old.open_new()
     await old.close()
-    return [Replace(new), Show(f"New conversation (session {new.id}). The previous one is kept: /resume {old.id}")]
+    kept = f" The previous one is kept: /resume {old.id}" if old.turns else ""  # without a turn it was no file
+    return [Replace(new), Show(f"New conversation (session {new.id}).{kept}")]
 
 
 async def _compact(ctx: CommandContext, arg: str) -> Reply:
@@ -206,7 +212,8 @@ def cost_text(usage: Usage, session_id: str, model: str) -> str:
         cost = f"${usage.cost:.4f}" + (f", leaving out {usage.unpriced_calls} calls of unknown price"
                                        if usage.unpriced_calls else "")
     return (f"Session {session_id}: {usage.prompt_tokens:,} input tokens{cached} and {usage.completion_tokens:,} "
-            f"output tokens{reasoning}, {cost}. Context: {usage.context_used:,} tokens in use.")
+            f"output tokens{reasoning}, {cost}. Context: {usage.context_used:,} tokens in use"
+            f"{' (estimated)' if usage.context_estimated else ''}.")
 
 
 async def _think(ctx: CommandContext, arg: str) -> Reply:
@@ -293,7 +300,12 @@ async def _undo(ctx: CommandContext, arg: str) -> Reply:
     prompt = f" ({prompt[:59] + '…' if len(prompt) > 60 else prompt!r})" if prompt else ""
     files = ", ".join(f"{f.display} ({f.kind})" for f in target.files[:5])
     more = f" and {len(target.files) - 5} more" if len(target.files) > 5 else ""
-    return [Confirm(f"Undo turn {target.turn}{prompt}, restoring {files}{more}?",
+    # The newest turn that changed files may be turns back: say so, so nothing older is undone unawares.
+    back = session.turns - target.turn
+    earlier = (f"The last turn ({session.turns}) changed no files. " if back else "") + (
+        f"Undo turn {target.turn}{prompt}, {back} turn{'s' if back > 1 else ''} back" if back else
+        f"Undo turn {target.turn}{prompt}")
+    return [Confirm(f"{earlier}, restoring {files}{more}?",
                     lambda: _undo_files(lambda force: session.undo(force=force)))]
 
 
@@ -362,6 +374,12 @@ async def _workflow(ctx: CommandContext, arg: str) -> Reply:
     return await workflow_command(ctx.session, arg)
 
 
+async def _task(ctx: CommandContext, arg: str) -> Reply:
+    from anvil.frontend.tasks import task_command
+
+    return await task_command(ctx.session, arg)
+
+
 async def _exit(ctx: CommandContext, arg: str) -> Reply:
     return [Exit()]
 
@@ -379,12 +397,14 @@ COMMANDS = CommandSet([
     Command("resume", "/resume [id]", "continue an earlier session (the newest other one without an id)", _resume,
             idle_only=True),
     Command("mcp", "/mcp", "MCP servers, their state and tools", _mcp),
-    Command("undo", "/undo", "restore the files changed in the last turn that changed files (asks first)", _undo,
+    Command("undo", "/undo", "restore the files of the last turn that changed files (names it, asks first)", _undo,
             idle_only=True),
     Command("rewind", "/rewind [turn] [code|chat|both]", "list turns, or go back to before one (code, conversation)",
             _rewind, idle_only=True),
     Command("export", "/export [file]", "write the conversation as Markdown into the project", _export),
     Command("workflow", "/workflow [phased INSTRUCTIONS|stop]", "this session's job; start a phased job; stop it",
             _workflow, idle_only=True),
+    Command("task", "/task FILE", "run a task file (title, PRD, verify commands) in this session", _task,
+            idle_only=True),
     Command("exit", "/exit", "quit anvil", _exit, needs_session=False),
 ])

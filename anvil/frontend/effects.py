@@ -25,6 +25,24 @@ class Show:
 
     text: str
     kind: ShowKind = "notice"
+    #: for ``help``: the (name, description) rows ``text`` lays out, so a front end can wrap each description
+    #: under itself (a hanging indent) at its own width; ``text`` is what shows without that
+    rows: tuple[tuple[str, str], ...] = ()
+
+
+def hanging_rows(rows: tuple[tuple[str, str], ...], width: int, indent: int = 2) -> str:
+    """``rows`` as two columns in ``width`` characters, each description wrapped under itself."""
+    import textwrap
+
+    left = max((len(name) for name, _ in rows), default=0)
+    gap = " " * (indent + left + 2)
+    body = max(20, width - len(gap))
+    lines = []
+    for name, description in rows:
+        wrapped = textwrap.wrap(description, body) or [""]
+        lines.append(f"{' ' * indent}{name:<{left}}  {wrapped[0]}")
+        lines += [gap + more for more in wrapped[1:]]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

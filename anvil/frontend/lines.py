@@ -18,6 +18,7 @@ from anvil.core.events import (
     CompactionStarted,
     ErrorEvent,
     Event,
+    IntentPreview,
     JobFinished,
     Notice,
     PhaseEnded,
@@ -44,8 +45,8 @@ class Line:
 def describe(event: Event) -> Line | None:
     """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest."""
     match event:
-        case ErrorEvent(message=message, retryable=retryable):
-            return Line("error", message + (" (a passing problem; try again)" if retryable else ""))
+        case ErrorEvent(message=message):
+            return Line("error", message)
         case Retrying():
             return Line("retry", retrying_text(event))
         case CompactionStarted(tokens_before=before, reason=reason):
@@ -63,6 +64,11 @@ def describe(event: Event) -> Line | None:
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
+        case TurnEnded(reason="blocked", message=message):
+            return Line("error", f"Blocked: {message}")
+        case IntentPreview():
+            return Line("notice", "The outline above is the model's plan for this task (an intent preview; not "
+                                  "enforced).")
     return None
 
 
@@ -114,7 +120,7 @@ def progress_text(event: ToolProgress, label: str | None = None) -> str:
 
 
 def retrying_text(event: Retrying) -> str:
-    return (f"{event.message}; retrying in {event.delay:.1f}s "
+    return (f"{event.message.rstrip('.')}; retrying in {event.delay:.1f}s "
             f"(attempt {event.attempt + 1} of {event.max_attempts})")
 
 
@@ -128,14 +134,21 @@ def answered_text(event: ApprovalAnswered) -> str | None:
     return f"refused by {event.by}" + (f": {short(event.message, 100)}" if event.message else "")
 
 
+#: the scopes of "always allow", in the words the picker, the confirmation and every front end use
+SCOPE_WORDS = {"session": "this session only", "project": "this project", "user": "everywhere"}
+
+
 @dataclass(frozen=True)
 class ScopeChoice:
     """One answer of the "always allow" step: its key, the scope, and where the rule is kept."""
 
     key: str
     scope: str
-    label: str
     file: str | None  # shown as people type it; None: kept in memory (session), or a policy that saves nowhere
+
+    @property
+    def label(self) -> str:
+        return SCOPE_WORDS[self.scope]
 
     @property
     def text(self) -> str:
@@ -147,18 +160,33 @@ class ScopeChoice:
 def scope_choices(request: ApprovalRequested, root: Path) -> list[ScopeChoice]:
     """The scopes "always allow" offers, with the files the policy saves each one to (from the request)."""
     files = {scope: shown_path(path, root) for scope, path in request.rule_files.items()}
-    return [ScopeChoice("s", "session", "this session only", None),
-            ScopeChoice("p", "project", "this project", files.get("project")),
-            ScopeChoice("e", "user", "everywhere", files.get("user"))]
+    return [ScopeChoice("s", "session", None), ScopeChoice("p", "project", files.get("project")),
+            ScopeChoice("e", "user", files.get("user"))]
+
+
+def always_patterns(request: ApprovalRequested) -> tuple[str, ...]:
+    """Every rule "always allow" would save for this request (one per part of a compound command no rule
+    covers), or none when none can be offered (a command no rule can describe)."""
+    if request.suggested_patterns:
+        return request.suggested_patterns
+    if request.suggested_pattern:
+        return (request.suggested_pattern,)
+    return () if request.command is not None else (request.tool,)
+
+
+def rules_text(patterns: tuple[str, ...]) -> str:
+    """The rules as they are shown before and after saving: `a`, `b` and `c`."""
+    quoted = [f"`{p}`" for p in patterns]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
 
 
 def decision_text(decision: ApprovalDecision, request: ApprovalRequested, root: Path) -> str:
-    """The person's answer, said back to them: for "always", the rule and where it is kept."""
-    if decision.allow and decision.remember and decision.pattern:
+    """The person's answer, said back to them: for "always", every rule and where it is kept."""
+    if decision.allow and decision.rules:
         choice = next((c for c in scope_choices(request, root) if c.scope == decision.remember), None)
-        where = f" in {choice.label}" if choice else ""
+        where = f" for {choice.label}" if choice and choice.scope != "user" else " everywhere" if choice else ""
         saved = f" (saved in {choice.file})" if choice and choice.file else ""
-        return f"always allowed: `{decision.pattern}`{where}{saved}"
+        return f"always allowed: {rules_text(decision.rules)}{where}{saved}"
     if decision.allow:
         return "allowed once"
     if decision.by == "interrupt":

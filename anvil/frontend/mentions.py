@@ -5,8 +5,10 @@ Shared by the TUI and the plain REPL (so it imports no UI library): the same rul
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,18 +16,46 @@ from pathlib import Path
 from anvil.core.safe_git import run_git
 
 MAX_ATTACH_BYTES = 200_000
-MAX_FILES = 20_000
+#: a bound on what a completion menu keeps in memory; ripgrep lists a large monorepo well within it
+MAX_FILES = 500_000
 MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
              "dist", "build", ".tox"}
+LIST_TIMEOUT = 30.0
 
 
 def list_project_files(root: Path, limit: int = MAX_FILES) -> list[str]:
-    """Project files relative to root: git's list when it is a repository (gitignore respected), else a walk."""
-    out = run_git(root, "ls-files", "--cached", "--others", "--exclude-standard")  # runs no repository config
-    files = [line for line in out.stdout.splitlines() if line] if out is not None and out.returncode == 0 else []
-    if files:
-        return sorted(files)[:limit]
+    """Project files relative to root, sorted: ripgrep's listing (``rg --files``: .gitignore respected with or
+    without git, fast on large trees), else git's list, else a walk."""
+    for lister in (_ripgrep_files, _git_files):
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            files = lister(root)
+            if files:
+                return sorted(files)[:limit]
+    return _walk(root, limit)
+
+
+def _ripgrep_files(root: Path) -> list[str]:
+    from anvil.core.tools.search.ripgrep import find_rg  # not before the TUI's first paint
+
+    rg = find_rg()
+    if rg is None:
+        return []
+    skipped = ["--glob", "!.git", *(arg for name in sorted(SKIP_DIRS) for arg in ("--glob", f"!{name}/"))]
+    out = subprocess.run([rg, "--files", "--hidden", "--no-require-git", "--no-messages", *skipped, "."], cwd=root,
+                         capture_output=True, text=True, timeout=LIST_TIMEOUT, stdin=subprocess.DEVNULL)
+    if out.returncode not in (0, 1):  # 1: no files at all
+        return []
+    return [line.removeprefix("./") for line in out.stdout.splitlines() if line]
+
+
+def _git_files(root: Path) -> list[str]:
+    out = run_git(root, "ls-files", "--cached", "--others", "--exclude-standard",  # runs no repository config
+                  timeout=LIST_TIMEOUT)
+    return [line for line in out.stdout.splitlines() if line] if out is not None and out.returncode == 0 else []
+
+
+def _walk(root: Path, limit: int) -> list[str]:
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))

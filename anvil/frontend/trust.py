@@ -16,6 +16,7 @@ from typing import TextIO
 
 from anvil.config import ConfigError, project_trust, trust_store
 from anvil.frontend.lines import home_relative
+from anvil.project import find_project_root
 from anvil.trust import ProjectTrust
 
 #: the answers, by key: trust (remembered for this content), or not this time (asked again next time)
@@ -78,7 +79,8 @@ def trust_command(argv: list[str], out: TextIO = sys.stdout, err: TextIO = sys.s
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
     if args.list:
         return _list(out)
-    root = Path(args.path).expanduser().resolve()
+    given = Path(args.path).expanduser().resolve()
+    root = find_project_root(given) if given.is_dir() else given  # a subdirectory: the project it belongs to
     if args.forget:
         try:
             forgotten = trust_store().forget(root)

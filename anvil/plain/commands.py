@@ -22,6 +22,7 @@ from anvil.frontend.effects import (
     ShowTodos,
     SwitchModel,
     follow,
+    hanging_rows,
 )
 from anvil.plain.render import todos_text
 
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
     from anvil.facade import SessionFacade
 
 KEYS_HELP = ("Keys: Enter send · Alt+Enter newline · Up/Down history · Tab complete · @path attach a file\n"
-             "      Shift+Tab approval mode · Ctrl+C interrupt the turn (at the prompt: clear it) · Ctrl+D exit\n"
+             "      Shift+Tab approval mode · Ctrl+C interrupts the turn (at the prompt: clears it; twice on an empty\n"
+             "      prompt exits) · Ctrl+D exit\n"
              "      Start with // to send a message that begins with /")
 SHOW_STYLES = {"notice": "class:notice", "error": "class:error", "help": ""}
 
@@ -42,6 +44,9 @@ class CommandHost(Protocol):
     exit_requested: bool
 
     def say(self, text: str, style: str = "class:notice") -> None: ...
+
+    @property
+    def width(self) -> int: ...
 
     def end_line(self) -> None: ...
 
@@ -64,7 +69,9 @@ async def apply(host: CommandHost, reply: Reply) -> None:
     """Carry out what a command answered, in order."""
     for effect in reply:
         match effect:
-            case Show(text=text, kind=kind):
+            case Show(text=text, kind=kind, rows=rows):
+                if rows:  # /help: each description wraps under itself at the terminal's width
+                    text = hanging_rows(rows, host.width)
                 host.say(("✗ " if kind == "error" else "") + text, SHOW_STYLES[kind])
             case Confirm(question=question):
                 answer = await host.read_line(f"{question} [y/N] ")

@@ -16,7 +16,7 @@ from prompt_toolkit.styles import Style
 from anvil.core.events import ApprovalRequested, Event, TodoItem, ToolCallStarted, ToolResultEvent
 from anvil.core.workflows.base import JobStatus
 from anvil.frontend.commands import todo_text
-from anvil.frontend.lines import ScopeChoice, cwd_text, describe, phase_label, short, thought_text
+from anvil.frontend.lines import ScopeChoice, cwd_text, describe, phase_label, rules_text, short, thought_text
 
 STYLE = Style.from_dict({
     "tool": "bold ansicyan", "args": "", "ok": "ansigreen", "fail": "ansired bold", "dim": "ansibrightblack",
@@ -42,8 +42,9 @@ def args_summary(name: str, args: dict[str, Any], width: int = 90) -> str:
     return short(json.dumps(args, ensure_ascii=False), width) if args else ""
 
 
-def tool_started(event: ToolCallStarted) -> StyleAndTextTuples:
-    summary = args_summary(event.name, event.args)
+def tool_started(event: ToolCallStarted, width: int = 100) -> StyleAndTextTuples:
+    """``● name summary`` in one line of the terminal's ``width``: the summary is cut to what is left."""
+    summary = args_summary(event.name, event.args, max(10, width - len(event.name) - 4))
     return [("class:tool", f"● {event.name}"), ("class:args", f" {summary}" if summary else "")]
 
 
@@ -51,7 +52,8 @@ def _seconds(duration: float) -> str:
     return f"{duration:.1f}s" if duration < 60 else f"{int(duration // 60)}m{int(duration % 60):02d}s"
 
 
-def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = True) -> StyleAndTextTuples:
+def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = True,
+                  width: int = 120) -> StyleAndTextTuples:
     """``✓ 0.1s`` after the call's own line, or a full entry when other output came in between."""
     head: StyleAndTextTuples = [] if same_line else [("class:dim", f"  {event.name}")]
     summary = "" if event.summary in {"ok", ""} else short(event.summary, 100)
@@ -69,7 +71,7 @@ def tool_finished(event: ToolResultEvent, *, same_line: bool, preview: bool = Tr
     worth = not event.ok or event.kind == "execute"
     if preview and worth and first and first[0].strip() != summary:
         for line in first[:PREVIEW_LINES]:
-            out.append(("class:dim", f"    {short(line, 110)}\n"))
+            out.append(("class:dim", f"    {short(line, max(10, width - 5))}\n"))
         if len(first) > PREVIEW_LINES:
             out.append(("class:dim", f"    … {len(first) - PREVIEW_LINES} more lines\n"))
     return out
@@ -124,10 +126,11 @@ def approval_keys() -> StyleAndTextTuples:
             ("", " deny  "), ("class:key", "d"), ("", " deny with a message  "), ("class:dim", "(Ctrl+C interrupts) ")]
 
 
-def scope_text(pattern: str, choices: list[ScopeChoice]) -> StyleAndTextTuples:
-    """The "always allow" step: the rule, and each scope with the file it is saved to."""
-    out: StyleAndTextTuples = [("", "\n  Always allow "), ("class:pattern", pattern),
-                               ("", " from now on? Keep it for:\n")]
+def scope_text(patterns: tuple[str, ...], choices: list[ScopeChoice]) -> StyleAndTextTuples:
+    """The "always allow" step: every rule it saves, and each scope with the file they are saved to."""
+    many = len(patterns) > 1
+    out: StyleAndTextTuples = [("", "\n  Always allow "), ("class:pattern", rules_text(patterns)),
+                               ("", f" from now on? {'These rules are' if many else 'The rule is'} saved for:\n")]
     for choice in choices:
         out += [("class:key", f"    {choice.key}"), ("", f" {choice.text}\n")]
     return [*out, ("class:key", "    Esc"), ("", " back ")]

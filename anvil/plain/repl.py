@@ -15,10 +15,8 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
@@ -29,7 +27,6 @@ from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import Output, create_output
-from prompt_toolkit.shortcuts import print_formatted_text
 
 from anvil import __version__
 from anvil.config import data_dir
@@ -55,11 +52,15 @@ from anvil.facade import SessionFacade
 from anvil.frontend.commands import COMMANDS, command_completions
 from anvil.frontend.guard import guarded, show_each
 from anvil.frontend.jobs import JobLaunch
+from anvil.frontend.keys import CTRL_C_TEXT, CtrlC
 from anvil.frontend.lines import answered_text, progress_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
+from anvil.frontend.welcome import farewell_text, welcome_text
 from anvil.plain.commands import run_slash, show_session
 from anvil.plain.input import KeyReader, PlainCompleter
 from anvil.plain.jobs import launch_job, start_job
+from anvil.plain.markdown import MarkdownPrinter
+from anvil.plain.output import TerminalWriter
 from anvil.plain.render import (
     STYLE,
     diff_text,
@@ -74,7 +75,7 @@ from anvil.plain.requests import approve, ask_question, review_plan
 from anvil.runtime import Runtime
 
 
-class PlainRepl:
+class PlainRepl(TerminalWriter):
     def __init__(self, runtime: Runtime, *, input: Input | None = None, output: Output | None = None,
                  job: JobLaunch | None = None) -> None:
         self.session = SessionFacade(runtime)
@@ -91,6 +92,8 @@ class PlainRepl:
         self._at_line_start = True
         self._open_call: str | None = None  # a tool call whose line waits for its ✓ / ✗
         self._streamed = False
+        self._markdown: MarkdownPrinter | None = None  # the answer being streamed, rendered line by line
+        self.ctrl_c = CtrlC()
         self._reasoning: list[str] = []  # reasoning streaming now: one dim line once it is over
         self._last_progress = ""
         self._todos: TodosChanged | None = None  # a new todo list, shown once the running call's line is done
@@ -110,27 +113,6 @@ class PlainRepl:
         """The session's runtime (tests look inside it; the REPL itself goes through the facade)."""
         return self.session.runtime
 
-    # -- printing --------------------------------------------------------------------------------------
-
-    def write(self, fragments: StyleAndTextTuples | str) -> None:
-        if isinstance(fragments, str):
-            fragments = [("", fragments)]
-        text = "".join(part[1] for part in fragments)
-        if not text:
-            return
-        print_formatted_text(FormattedText(fragments), end="", style=STYLE, output=self.output, flush=True)
-        self._at_line_start = text.endswith("\n")
-
-    def end_line(self) -> None:
-        """Finish a partly written line (streamed text, a running tool's entry) before a new entry."""
-        if not self._at_line_start:
-            self.write("\n")
-        self._open_call = None
-
-    def say(self, text: str, style: str = "class:notice") -> None:
-        self.end_line()
-        self.write([(style, text.rstrip("\n") + "\n")])
-
     def _toolbar(self) -> FormattedText:
         return toolbar(used=self.used, window=self.window, cost=self.cost, model=self.session.settings.model,
                        mode=self.session.mode, hint=self.hint, sandbox=self.session.sandbox.label, job=self.session.job)
@@ -146,12 +128,15 @@ class PlainRepl:
             event.app.invalidate()
 
         @kb.add("c-c")
-        def _clear(event: KeyPressEvent) -> None:
-            # Nothing runs at the prompt, so Ctrl+C only clears; quitting is Ctrl+D, never an accident.
-            if event.current_buffer.text:
+        def _ctrl_c(event: KeyPressEvent) -> None:
+            # The shared rule (anvil/frontend/keys.py): typed text is cleared; twice on an empty prompt quits.
+            action = self.ctrl_c.press(busy=False, has_input=bool(event.current_buffer.text))
+            if action == "quit":
+                event.app.exit(exception=EOFError())
+                return
+            if action == "clear":
                 event.current_buffer.reset()
-            else:
-                self.hint = "Ctrl+D exits"
+            self.hint = CTRL_C_TEXT[action].removesuffix(".") + (" (or Ctrl+D)" if action == "warn" else "")
             event.app.invalidate()
 
         @kb.add("escape", "enter")
@@ -160,16 +145,18 @@ class PlainRepl:
 
         return kb
 
-    async def run(self) -> int:
+    async def run(self, first_prompt: str | None = None) -> int:
         self.session.answer_requests_with(self.answer_request)
         self.write([("class:title", f"anvil {__version__}"),
-                    ("class:dim", f" · {self.session.settings.model} · session {self.session.id} · "
-                                  "/help for commands, Ctrl+D to exit\n")])
-        show_session(self)
+                    ("class:dim", f" · session {self.session.id} · Ctrl+D or Ctrl+C twice to exit\n")])
+        await self.show_opening()
         await self.start_session()
         preflight = asyncio.create_task(self._preflight())
         try:
             await guarded(launch_job(self), "Starting the job", self._error, self.session.data_dir)
+            if first_prompt:  # `anvil --plain "fix the bug"`: the first message
+                self.write([("class:prompt", "› "), ("", first_prompt + "\n")])
+                await guarded(self.send(first_prompt), "Sending that", self._error, self.session.data_dir)
             while not self.exit_requested:
                 self.hint = ""
                 try:
@@ -187,7 +174,22 @@ class PlainRepl:
         finally:
             preflight.cancel()
             await self.session.close()
+            farewell = farewell_text(self.session.id, self.session.turns)
+            if farewell:
+                self.say(farewell, "class:dim")
         return 0
+
+    async def show_opening(self) -> None:
+        """A session as it opens: the welcome line for a new one; a resumed one's size, last exchange and last
+        known context usage (estimated until the next call)."""
+        show_session(self)
+        settings = self.session.settings
+        if self.session.resumed_messages is None:
+            self.say(welcome_text(settings.model, settings.api_base), "class:dim")
+            return
+        with contextlib.suppress(Exception):  # the window needs the model's facts: a guess is not worth failing
+            usage = await asyncio.to_thread(self.session.context_event)
+            self.used, self.window = usage.used, usage.window
 
     async def start_session(self) -> None:
         """Session hooks and MCP servers; what fails in the background is told here as it happens."""
@@ -202,7 +204,7 @@ class PlainRepl:
         await self.start_session()
         self.used = self.window = None
         self.cost = session.usage().cost
-        show_session(self)
+        await self.show_opening()
 
     async def _preflight(self) -> None:
         with contextlib.suppress(Exception):  # a check that fails is no reason to stop the REPL
@@ -238,6 +240,9 @@ class PlainRepl:
                 loop.remove_signal_handler(signal.SIGINT)
             self.keys.stop()
             self.busy = False
+            if self._markdown is not None:  # an answer cut short stays as it streamed
+                self._markdown.abandon()
+                self._markdown, self._streamed = None, False
             self.end_line()
 
     async def _consume(self, events: AsyncIterator[Event]) -> None:
@@ -262,19 +267,17 @@ class PlainRepl:
             case ReasoningDelta(text=text):
                 self._reasoning.append(text)
             case TextDelta(text=text):
-                if self._open_call:
-                    self.end_line()
-                self._streamed = True
-                self.write(text)
+                self._answer().feed(text)
             case AssistantMessage(text=text):
                 if text and not self._streamed:
-                    self.end_line()
-                    self.write(text)
-                self._streamed = False
+                    self._answer().feed(text)
+                if self._markdown is not None:
+                    self._markdown.finish()
+                self._markdown, self._streamed = None, False
                 self.end_line()
             case ToolCallStarted():
                 self.end_line()
-                self.write(([("class:dim", "  ↳ ")] if nested else []) + tool_started(event))
+                self.write(([("class:dim", "  ↳ ")] if nested else []) + tool_started(event, self.width - 4 * nested))
                 self._open_call = event.call_id
             case ToolResultEvent():
                 self._tool_finished(event, nested)
@@ -300,13 +303,21 @@ class PlainRepl:
             case _ if not nested:
                 self._print_entry(line_text(event))
 
+    def _answer(self) -> MarkdownPrinter:
+        """The printer of the answer streaming now; it starts on a line of its own."""
+        if self._markdown is None:
+            self.end_line()
+            self._markdown = MarkdownPrinter(self, self.width)
+        self._streamed = True
+        return self._markdown
+
     def _tool_finished(self, event: ToolResultEvent, nested: bool) -> None:
         same_line = self._open_call == event.call_id and not self._at_line_start
         if not same_line:
             self.end_line()
         waited = self._waited.pop(event.call_id, 0.0)
         event = dataclasses.replace(event, duration=max(0.0, event.duration - waited))
-        self.write(tool_finished(event, same_line=same_line, preview=not nested))
+        self.write(tool_finished(event, same_line=same_line, preview=not nested, width=self.width))
         self._open_call = None
         if event.diff and not nested:
             self.write(diff_text(event.diff))
@@ -378,42 +389,6 @@ class PlainRepl:
 
 
 async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Output | None = None,
-                    job: JobLaunch | None = None) -> int:
-    """Run the REPL until /exit or Ctrl+D; closes the runtime's session. Returns the exit status."""
-    return await PlainRepl(runtime, input=input, output=output, job=job).run()
-
-
-def launch(flags: dict[str, Any], *, resume: str | None = None, continue_latest: bool = False,
-           trust: bool | None = None, job: JobLaunch | None = None) -> int:
-    """The `anvil --plain` entry used by cli.py: the trust question if the folder needs one, settings, runtime,
-    then the REPL on the real terminal."""
-    from anvil.config import ConfigError, load_settings, project_trust
-    from anvil.core.model.errors import ModelError
-    from anvil.core.session.store import SessionError
-    from anvil.core.workflows.base import JobError
-    from anvil.runtime import open_runtime
-
-    if not sys.stdin.isatty() or not sys.stdout.isatty():
-        print("anvil: --plain needs a terminal; use `anvil -p PROMPT` in scripts and pipes.", file=sys.stderr)
-        return 2
-    try:
-        if trust is None:
-            check = project_trust(Path.cwd())
-            if not check.trusted:
-                from anvil.frontend.trust import decide, trust_question
-                from anvil.plain.trust import ask_trust
-
-                trust = decide(check, asyncio.run(ask_trust(trust_question(check))))
-        settings = load_settings(Path.cwd(), flags, trust=trust)
-        runtime = open_runtime(settings, Path.cwd(), resume=resume, continue_latest=continue_latest,
-                               resume_job=(job.workflow, job.resume) if job is not None and job.resume else None)
-        from prompt_toolkit.patch_stdout import patch_stdout
-
-        # Anything else printing to stdout (litellm's own messages) goes above the prompt, not through it.
-        with patch_stdout(raw=True):
-            return asyncio.run(run_plain(runtime, job=job))
-    except (ConfigError, SessionError, ModelError, JobError) as exc:
-        print(f"anvil: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+                    job: JobLaunch | None = None, first_prompt: str | None = None) -> int:
+    """Run the REPL until /exit, Ctrl+D or Ctrl+C twice; closes the runtime's session. Returns the exit status."""
+    return await PlainRepl(runtime, input=input, output=output, job=job).run(first_prompt)

@@ -17,7 +17,7 @@ from typing import Protocol
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from anvil.core.events import ApprovalDecision, ApprovalRequested, PlanDecision, PlanProposed, QuestionAsked
-from anvil.frontend.lines import decision_text, no_always_text, scope_choices
+from anvil.frontend.lines import always_patterns, decision_text, no_always_text, scope_choices
 from anvil.plain.input import KeyReader
 from anvil.plain.render import approval_keys, approval_text, scope_text
 
@@ -67,11 +67,12 @@ async def _approval_answer(term: Terminal, event: ApprovalRequested, root: Path)
         if choice == "d":
             message = await term.read_line("Tell the model why (Enter sends): ")
             return INTERRUPTED_APPROVAL if message is None else ApprovalDecision(False, message.strip())
-        if event.suggested_pattern is None:
+        patterns = always_patterns(event)
+        if not patterns:
             term.write([("class:notice", f"\n  {no_always_text(event)} ")])
             continue
         choices = scope_choices(event, root)
-        term.write(scope_text(event.suggested_pattern, choices))
+        term.write(scope_text(patterns, choices))
         scope = await term.key("".join(c.key for c in choices), escape=True)
         if scope is None:
             return INTERRUPTED_APPROVAL
@@ -79,7 +80,7 @@ async def _approval_answer(term: Terminal, event: ApprovalRequested, root: Path)
             term.write([("", "\n"), *approval_keys()])
             continue
         remember = next(c.scope for c in choices if c.key == scope)
-        return ApprovalDecision(True, remember=remember, pattern=event.suggested_pattern)
+        return ApprovalDecision(True, remember=remember, pattern=patterns[0], patterns=patterns)
 
 
 async def ask_question(term: Terminal, event: QuestionAsked) -> str:

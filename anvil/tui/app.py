@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import time
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -24,11 +23,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 
-from anvil.frontend.commands import command_completions, resumed_text
+from anvil.frontend.commands import command_completions
+from anvil.frontend.keys import CtrlC
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
+from anvil.frontend.welcome import farewell_text
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
 from anvil.tui.jobs import job_to_resume, launch_job, waiting_job
+from anvil.tui.opening import restore_gauge, show_opening
 from anvil.tui.prompt_input import Composer, PromptInput
 from anvil.tui.startup import choose_theme, configured_theme, load_themes, paint_early_theme
 from anvil.tui.status import StatusBar
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
     from anvil.runtime import Runtime
     from anvil.tui.render import TurnRenderer
 
-DOUBLE_PRESS_SECONDS = 2.0
 STARTUP_DELAY = 0.05
 
 
@@ -54,7 +55,7 @@ class AnvilApp(App[int]):
     TITLE = "anvil"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+c", "ctrl_c", "Clear / quit", priority=True, show=False),
+        Binding("ctrl+c", "ctrl_c", "Interrupt / clear / quit", priority=True, show=False),
         Binding("escape", "interrupt", "Interrupt", show=False),
         Binding("shift+tab", "cycle_mode", "Approval mode", priority=True, show=False),
         Binding("ctrl+t", "toggle_todos", "Todos", priority=True, show=False),
@@ -65,7 +66,8 @@ class AnvilApp(App[int]):
     def __init__(self, root: Path, *, flags: dict[str, Any] | None = None, settings: Settings | None = None,
                  runtime: Runtime | None = None, model: Model | None = None, resume: str | None = None,
                  continue_latest: bool = False, theme: str | None = None, demo_prompt: str | None = None,
-                 trust: bool | None = None, job: JobLaunch | None = None) -> None:
+                 trust: bool | None = None, job: JobLaunch | None = None,
+                 first_prompt: str | None = None) -> None:
         super().__init__()
         self.root = root.resolve()
         self.flags = flags or {}
@@ -77,6 +79,9 @@ class AnvilApp(App[int]):
         self._continue = continue_latest
         self._theme_flag = theme
         self.demo_prompt = demo_prompt
+        self.first_prompt = first_prompt  # `anvil "fix the bug"`: sent as soon as the session is ready
+        #: printed by the CLI once the terminal is back: how to resume the session
+        self.farewell: str | None = None
         self._trust = trust  # --trust: the project's risky settings apply without asking
         self.job_launch = job  # --workflow: the job to start or go on with once the session is ready (tui/jobs.py)
         self.job_waiting: str | None = None  # a workflow whose new job the next message starts
@@ -91,7 +96,7 @@ class AnvilApp(App[int]):
         self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
         self._waiting_entries: list[UserEntry] = []
         self._renderer: TurnRenderer | None = None
-        self._last_ctrl_c = 0.0
+        self.ctrl_c = CtrlC()
         self._sidebar_forced: bool | None = None
         self._exiting = False
 
@@ -192,6 +197,7 @@ class AnvilApp(App[int]):
                 break
             if isinstance(problem, str) and problem:
                 self.add_line("notice", problem)
+        await restore_gauge(self, self.session)
         # The heap is settled last, once everything start-up loads is loaded. No answer needs it, so a waiting
         # prompt goes first, and a hurry does not start it under the keys: it holds the GIL ~100-200 ms.
         self.warm_up.holds_prompts = False
@@ -222,14 +228,7 @@ class AnvilApp(App[int]):
                                  sandbox=session.sandbox.label)
         if self._theme_flag is None and settings.theme != self.theme:
             self.set_theme(settings.theme)
-        resumed = resumed_text(session)
-        if resumed is not None and session.resumed_messages is not None:
-            from anvil.tui.history import show_history
-
-            show_history(self.transcript, session.resumed_messages)
-            self.add_line("notice", resumed)
-        for warning in session.warnings:
-            self.add_line("notice", warning)
+        show_opening(self, session)
         self.run_worker(self._start_session(session), group="runtime-start", exit_on_error=False)
         launch_job(self)  # the job's phase in the status bar; --workflow's job started, resumed or waited for
         if session.todos:
@@ -239,6 +238,9 @@ class AnvilApp(App[int]):
 
             self.run_worker(play(self, self.demo_prompt), group="demo")
             self.demo_prompt = None  # once: /clear and /resume come back here
+        if self.first_prompt:
+            first, self.first_prompt = self.first_prompt, None
+            self.send(first)
         self.send_waiting()
         self.started = True
 
@@ -350,16 +352,9 @@ class AnvilApp(App[int]):
         return not (isinstance(self.screen, ModalScreen) and action in {"cycle_mode", "toggle_todos", "search"})
 
     def action_ctrl_c(self) -> None:
-        now = time.monotonic()
-        if now - self._last_ctrl_c < DOUBLE_PRESS_SECONDS:
-            self.action_exit_app()
-            return
-        self._last_ctrl_c = now
-        if isinstance(self.screen, ModalScreen):
-            self.notify("Press Ctrl+C again to quit.", timeout=DOUBLE_PRESS_SECONDS)
-            return
-        self.prompt.load_text("")
-        self.notify("Input cleared. Press Ctrl+C again to quit.", timeout=DOUBLE_PRESS_SECONDS)
+        from anvil.tui.keys import ctrl_c
+
+        ctrl_c(self)
 
     def action_interrupt(self) -> None:
         search = self.query("#search")
@@ -404,6 +399,7 @@ class AnvilApp(App[int]):
 
     async def _close_and_exit(self) -> None:
         if self.session is not None:
+            self.farewell = farewell_text(self.session.id, self.session.turns)
             with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
                 await asyncio.wait_for(self.session.close(), timeout=5)
             with contextlib.suppress(Exception):

@@ -28,7 +28,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from anvil.core.events import ApprovalDecision, ApprovalRequested
-from anvil.frontend.lines import cwd_text, no_always_text, scope_choices
+from anvil.frontend.lines import always_patterns, cwd_text, no_always_text, rules_text, scope_choices
 from anvil.tui.diff_view import DiffView, highlight_code
 from anvil.tui.themes import pygments_style_for
 
@@ -134,11 +134,14 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         self._answered = False
 
     @property
+    def patterns(self) -> tuple[str, ...]:
+        """Every rule "always allow" saves (one per part of a compound command no rule covers); empty when none
+        can be offered (a command that did not parse)."""
+        return always_patterns(self.request)
+
+    @property
     def pattern(self) -> str | None:
-        """The rule "always allow" saves, or None when none can be offered (a command that did not parse)."""
-        if self.request.suggested_pattern:
-            return self.request.suggested_pattern
-        return None if self.request.command is not None else self.request.tool
+        return self.patterns[0] if self.patterns else None
 
     # -- layout -------------------------------------------------------------------------------
 
@@ -166,8 +169,10 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
             yield Static("esc deny  ·  ↑↓ PgUp PgDn scroll  ·  tab buttons",
                          classes="approval-hint")
         with Vertical(id="approval-scope", classes="approval-step"):
-            heading = Content.from_markup("Always allow [b $text-accent]$pattern[/] from now on? Keep the rule for:",
-                                          pattern=self.pattern or "")
+            many = len(self.patterns) > 1
+            heading = Content.from_markup(
+                f"Always allow [b $text-accent]$rules[/] from now on? {'These rules are' if many else 'The rule is'} "
+                "saved for:", rules=rules_text(self.patterns) if self.patterns else "")
             yield Static(heading, id="approval-scope-text")
             # One button per scope, labelled with its key and where the rule is kept: the hint and the
             # mouse target are the same line.
@@ -252,6 +257,10 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
             self._answered = True
             self.dismiss(decision)
 
+    def interrupted(self) -> None:
+        """Ctrl+C interrupted the turn: the request is answered as interrupted (nothing runs)."""
+        self._finish(ApprovalDecision(allow=False, by="interrupt"))
+
     def action_allow_once(self) -> None:
         self._finish(ApprovalDecision(allow=True, by="user"))
 
@@ -259,7 +268,8 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
         self.step = "scope"
 
     def action_remember(self, scope: Scope) -> None:
-        self._finish(ApprovalDecision(allow=True, remember=scope, pattern=self.pattern, by="user"))
+        self._finish(ApprovalDecision(allow=True, remember=scope, pattern=self.pattern, by="user",
+                                      patterns=self.patterns))
 
     def action_deny(self) -> None:
         self._finish(ApprovalDecision(allow=False, by="user"))

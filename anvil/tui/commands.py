@@ -32,11 +32,12 @@ if TYPE_CHECKING:
     from anvil.core.events import Event
     from anvil.facade import SessionFacade
     from anvil.tui.status import StatusBar
-    from anvil.tui.transcript import LineEntry
+    from anvil.tui.transcript import LineEntry, Transcript
 
 KEYS_HELP = """Keys: Enter send · Shift+Enter or Ctrl+J newline · Up/Down history · @path attach a file
 Esc interrupt · Shift+Tab approval mode (ask, accept edits, auto, plan) · Ctrl+T todos · Ctrl+F search
-c copy the focused entry · C its last code block · Enter on a tool call expands it · Ctrl+C clear, twice quits"""
+c copy the focused entry · C its last code block · Enter on a tool call expands it
+Ctrl+C interrupts a running turn (with text typed: clears it); twice on an idle prompt quits"""
 
 
 class CommandHost(Protocol):
@@ -49,6 +50,9 @@ class CommandHost(Protocol):
 
     @property
     def status(self) -> StatusBar: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
 
     @property
     def available_themes(self) -> dict[str, Any]: ...
@@ -97,16 +101,18 @@ class CommandRunner:
 
     async def run(self, line: str) -> None:
         host = self.host
-        await self.apply(await run_command(line, session=host.session, commands=self.commands,
-                                           keys_help=KEYS_HELP, busy=host.busy))
+        reply = await run_command(line, session=host.session, commands=self.commands, keys_help=KEYS_HELP,
+                                  busy=host.busy)
+        host.transcript.reveal_latest()  # what the command shows comes into view, as a sent prompt's reply does
+        await self.apply(reply)
 
     async def apply(self, reply: Reply) -> None:
         """Carry out what a command answered, in order; a question or a model switch goes on in a worker."""
         host = self.host
         for index, effect in enumerate(reply):
             match effect:
-                case Show(text=text, kind=kind):
-                    host.add_line(kind, text)
+                case Show(text=text, kind=kind, rows=rows):
+                    host.transcript.add_line(kind, text, rows)
                 case Confirm():
                     host.run_worker(self._guarded(self._confirm(effect, reply[index + 1:]), "The command"),
                                     group="command", exit_on_error=False)

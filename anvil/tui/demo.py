@@ -52,11 +52,21 @@ def demo_project_source() -> Path:
     raise DemoError("The demo project (examples/demo-project) is not in this installation.")
 
 
+DEMO_DIR_PREFIX = "anvil-demo-"
+
+
 def prepare_demo_project() -> Path:
     """A fresh copy in a temporary directory, so the demo never touches anything of the person's."""
-    target = Path(tempfile.mkdtemp(prefix="anvil-demo-")) / "demo-project"
+    target = Path(tempfile.mkdtemp(prefix=DEMO_DIR_PREFIX)) / "demo-project"
     shutil.copytree(demo_project_source(), target, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     return target
+
+
+def remove_demo_project(root: Path) -> None:
+    """Remove the temporary directory :func:`prepare_demo_project` made (and the demo's data in it), on exit."""
+    base = root.parent
+    if base.name.startswith(DEMO_DIR_PREFIX) and root.name == "demo-project":
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def demo_model() -> ScriptedModel:
@@ -74,11 +84,15 @@ def demo_window() -> int:
     return max(4096, int(usable / (1 - REPLY_RESERVE_FRACTION)))  # a window this small keeps 10% for the reply
 
 
-def demo_environment() -> None:
-    """`python` in the script must be this interpreter (some systems only have python3 on PATH)."""
+def demo_environment(root: Path | None = None) -> None:
+    """`python` in the script must be this interpreter (some systems only have python3 on PATH). With the demo
+    project's ``root``, the demo's sessions and logs go beside it in the temporary directory, so nothing of the
+    demo stays in the person's data directory once it is removed."""
     bindir = str(Path(sys.executable).parent)
     os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    if root is not None:
+        os.environ["XDG_DATA_HOME"] = str(root.parent / "data")
 
 
 class DemoHost(Protocol):
@@ -112,8 +126,8 @@ async def play(app: DemoHost, prompt: str) -> None:
     app.add_user("/compact")
     await app.commands.run("/compact")
     await _until_idle(app)
-    app.add_line("notice", f"That was the demo: the files are in a temporary copy, {app.root}. Keep typing to explore "
-                           "the app; /exit or Ctrl+C twice quits.")
+    app.add_line("notice", f"That was the demo: the files are in a temporary copy, {app.root}, removed when you quit. "
+                           "Keep typing to explore the app; /exit or Ctrl+C twice quits.")
 
 
 async def _until_idle(app: DemoHost) -> None:

@@ -257,14 +257,26 @@ class LineEntry(Entry):
 
     DEFAULT_CLASSES = "entry line"
 
-    def __init__(self, kind: str, text: str) -> None:
+    def __init__(self, kind: str, text: str, rows: tuple[tuple[str, str], ...] = ()) -> None:
         super().__init__()
         self.kind = kind
         self.text = text
+        self.rows = rows  # two columns (/help): each description wraps under itself
         self.add_class(f"-{kind}")
 
     def compose(self) -> ComposeResult:
-        yield Static(self.text, markup=False)
+        if not self.rows:
+            yield Static(self.text, markup=False)
+            return
+        from rich.table import Table
+        from rich.text import Text
+
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        for name, description in self.rows:  # Text, not markup: "/rewind [turn]" is not a style tag
+            grid.add_row(Text(name, style="bold"), Text(description))
+        yield Static(grid, classes="rows")
 
     @property
     def plain_text(self) -> str:

@@ -28,7 +28,6 @@ from anvil.frontend.mentions import list_project_files, match_files
 from anvil.tui.echo import EchoesAtOnce
 
 HISTORY_LIMIT = 1000
-MAX_FILES = 20_000
 
 
 def history_path() -> Path:
@@ -158,6 +157,7 @@ class PromptInput(EchoesAtOnce, TextArea):
             return
         event.stop()
         event.prevent_default()
+        self.composer.recalled = text  # history keeps the arrow keys until the person types
         self.load_text(text)
         self.move_cursor(self.document.end)
 
@@ -185,6 +185,8 @@ class Composer(Vertical):
         self.files: list[str] | None = None
         self._loading = False
         self._token: tuple[int, int] | None = None  # (row, start column) of the token being completed
+        #: a prompt recalled from history: no completion menu for it (Up/Down stay history) until it is edited
+        self.recalled: str | None = None
 
     def compose(self) -> ComposeResult:
         menu = OptionList(id="completions")
@@ -219,6 +221,10 @@ class Composer(Vertical):
     @on(TextArea.Changed, "#prompt")
     def update_completions(self) -> None:
         prompt = self.input
+        if self.recalled is not None and prompt.text == self.recalled:
+            self.hide_menu()
+            return
+        self.recalled = None
         row, col = prompt.cursor_location
         line = prompt.document.get_line(row)[:col]
         word = line.rsplit(None, 1)[-1] if line.strip() and not line.endswith((" ", "\t")) else ""

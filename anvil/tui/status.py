@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.widgets import Static
 
-MODE_LABELS = {"ask": "ask", "accept_edits": "accept edits", "auto": "auto-approve", "plan": "plan"}
+#: the approval modes as the bar shows them: the names /mode, --mode and the README use
+MODE_LABELS = {"ask": "ask", "accept_edits": "accept edits", "auto": "auto", "plan": "plan"}
+#: the shortest stretch of activity text worth showing; below it the text goes
+MIN_PHASE = 8
 GAUGE_CELLS = 12
 
 
@@ -79,26 +82,29 @@ def cost_label(cost: float | None) -> str:
 
 
 def render_status(state: StatusState, width: int = 200) -> Content:
-    """The bar's text; on a narrow terminal the key hint goes and the phase is cut, the gauge always stays."""
+    """The bar's text, never wider than ``width``. The gauge and the cost keep their place: the activity text
+    (the phase) is what gets cut, then the key hint, the sandbox label and last the model name."""
     sep = (" · ", "$text-muted")
     mode_style = {"ask": "$text-primary", "accept_edits": "$text-warning", "auto": "bold $text-error"}
-    narrow = width < 110
-    parts: list[str | tuple[str, str] | Content] = [
-        (state.model or "starting…", "bold"), sep,
-        (MODE_LABELS.get(state.mode, state.mode), mode_style.get(state.mode, "")),
-    ]
-    if not narrow:
-        parts.append((" (shift+tab)", "$text-muted"))
-    if state.sandbox:
-        parts += [sep, (state.sandbox, "$text-success" if state.sandbox == "sandboxed" else "$text-warning")]
-    if state.job:
-        parts += [sep, (state.job, "bold $text-accent")]
-    if state.phase:
-        limit = max(12, width - 75) if narrow else 60
-        phase = state.phase if len(state.phase) <= limit else state.phase[: limit - 1] + "…"
+    mode = (MODE_LABELS.get(state.mode, state.mode), mode_style.get(state.mode, ""))
+    hint = [(" (shift+tab)", "$text-muted")] if width >= 110 else []
+    sandbox = [sep, (state.sandbox, "$text-success" if state.sandbox == "sandboxed" else "$text-warning")] \
+        if state.sandbox else []
+    job = [sep, (state.job, "bold $text-accent")] if state.job else []
+    tail = Content.assemble(sep, render_gauge(state), sep, (cost_label(state.cost), "$text-muted"))
+    model = state.model or "starting…"
+    head = Content.assemble((model, "bold"), sep, mode, *hint, *sandbox, *job)
+    if head.cell_length + tail.cell_length > width:  # too narrow even without the phase: shed the extras
+        kept = Content.assemble(sep, mode, *job)
+        room = max(8, width - tail.cell_length - kept.cell_length)
+        model = model if len(model) <= room else model[: room - 1] + "…"
+        head = Content.assemble((model, "bold"), kept)
+    room = width - head.cell_length - tail.cell_length - len(" · ")
+    parts: list[str | tuple[str, str] | Content] = [head]
+    if state.phase and room >= MIN_PHASE:
+        phase = state.phase if len(state.phase) <= room else state.phase[: room - 1] + "…"
         parts += [sep, (phase, "italic $text-accent" if state.busy else "$text-muted")]
-    parts += [sep, render_gauge(state), sep, (cost_label(state.cost), "$text-muted")]
-    return Content.assemble(*parts)
+    return Content.assemble(*parts, tail)
 
 
 class StatusBar(Static):

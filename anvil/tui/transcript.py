@@ -88,6 +88,12 @@ class Transcript(VerticalScroll):
         """Earlier entries in the backlog, not mounted: what scrolling to the top loads."""
         return self._unshown
 
+    def reveal_latest(self) -> None:
+        """Scroll to the newest entry and follow what comes next, as sending a prompt does (a slash command's
+        output must not land out of sight below a view scrolled up)."""
+        self.scroll_end(animate=False)
+        self.anchor()
+
     def add(self, entry: Entry) -> Entry:
         if isinstance(entry, ToolEntry):
             self.tools[entry.call_id] = entry
@@ -103,8 +109,8 @@ class Transcript(VerticalScroll):
         self._prune()
         return entry
 
-    def add_line(self, kind: str, text: str) -> LineEntry:
-        entry = LineEntry(kind, text)
+    def add_line(self, kind: str, text: str, rows: tuple[tuple[str, str], ...] = ()) -> LineEntry:
+        entry = LineEntry(kind, text, rows)
         self.add(entry)
         return entry
 

@@ -31,7 +31,9 @@ async def test_unknown_commands_get_a_guess_and_aliases_work(make_session: MakeS
                                                  "themes colour its widgets.")]
     help_ = await run("/help", None)  # help works before the session is ready
     assert help_[0].kind == "help" and "/rewind [turn] [code|chat|both]" in help_[0].text
-    assert help_[0].text.endswith("KEYS")
+    assert help_[1] == Show("KEYS", "help")
+    assert ("/rewind [turn] [code|chat|both]", "list turns, or go back to before one (code, conversation)") in \
+        help_[0].rows  # each description apart from its command, for a hanging indent
 
 
 async def test_commands_that_need_the_session_or_an_idle_turn_say_so(make_session: MakeSession) -> None:
@@ -73,6 +75,20 @@ async def test_undo_says_which_turn_and_asks_first(make_session: MakeSession, pr
     assert "removed notes.txt" in done.text and not (project / "notes.txt").exists()
 
 
+async def test_undo_names_an_older_turn_when_the_last_changed_nothing(make_session: MakeSession,
+                                                                      project: Path) -> None:
+    session = make_session([{"tool_calls": [WRITE]}, {"text": "written"}, {"text": "just talk"},
+                            {"text": "more talk"}])
+    await events_of(session.submit("write the notes"))
+    await events_of(session.submit("what now?"))
+    await events_of(session.submit("and then?"))
+    [confirm] = await run("/undo", session)
+    assert isinstance(confirm, Confirm)
+    assert confirm.question == ("The last turn (3) changed no files. Undo turn 1 ('write the notes'), 2 turns back, "
+                                "restoring notes.txt (created)?")
+    assert await follow(confirm, False) == [Show("Nothing was changed.")] and (project / "notes.txt").exists()
+
+
 async def test_undo_asks_again_before_overwriting_outside_changes(make_session: MakeSession, project: Path) -> None:
     session = make_session([{"tool_calls": [WRITE]}, {"text": "written"}])
     await events_of(session.submit("write the notes"))
@@ -94,8 +110,9 @@ async def test_resume_of_a_missing_session_is_one_error_line(make_session: MakeS
 
 
 async def test_clear_goes_on_with_a_new_session_in_the_same_mode(make_session: MakeSession) -> None:
-    session = make_session()
+    session = make_session([{"text": "Hello."}])
     session.set_mode("auto")
+    await events_of(session.submit("hi"))
     replace, said = await run("/clear", session)
     assert isinstance(replace, Replace) and replace.session.id != session.id and replace.session.mode == "auto"
     assert said == Show(f"New conversation (session {replace.session.id}). The previous one is kept: "
@@ -103,6 +120,14 @@ async def test_clear_goes_on_with_a_new_session_in_the_same_mode(make_session: M
     resumed = await run(f"/resume {session.id}", replace.session)
     assert isinstance(resumed[0], Replace) and resumed[0].session.id == session.id
     await resumed[0].session.close()
+
+
+async def test_clear_before_any_turn_promises_no_session_to_resume(make_session: MakeSession) -> None:
+    session = make_session()
+    replace, said = await run("/clear", session)
+    assert isinstance(replace, Replace)
+    assert said == Show(f"New conversation (session {replace.session.id}).")  # the empty one was never a file
+    assert not session.runtime.session.path.exists()
 
 
 async def test_model_compact_todos_and_rewind_hand_their_work_to_the_front_end(
@@ -161,3 +186,38 @@ async def test_think_says_when_the_model_does_not_reason(project: Path) -> None:
         await session.close()
     assert reply == [Show("Reasoning: low from the next model call. openai/gpt-4o does not reason (litellm's model "
                           "information says so): the setting applies once you switch to a model that does.")]
+
+
+def test_help_rows_wrap_each_description_under_itself() -> None:
+    from anvil.frontend.effects import hanging_rows
+
+    text = hanging_rows((("/a", "one two three four five six seven eight nine ten eleven twelve"), ("/bbb", "x")),
+                        width=40)
+    lines = text.splitlines()
+    assert lines[0].startswith("  /a    one") and all(len(line) <= 40 for line in lines)
+    assert lines[1].startswith(" " * 8) and lines[1].strip()  # the wrapped part starts under the description
+    assert lines[-1] == "  /bbb  x"
+
+
+async def test_task_runs_a_task_file_in_the_session(make_session: MakeSession, project: Path) -> None:
+    (project / "task.md").write_text("---\ntitle: Notes\nverify: \"grep -q draft notes.txt\"\n---\nWrite notes.\n")
+    session = make_session([{"text": "Outline: notes.txt only.", "tool_calls": [WRITE]}, {"text": "Wrote it."}])
+    reply = await run("/task task.md", session)
+    assert reply[0] == Show("Task: Notes") and isinstance(reply[1], RunEvents)
+    events = await events_of(reply[1].events)
+    from anvil.core.events import IntentPreview, Notice, TurnEnded
+
+    assert any(isinstance(e, IntentPreview) and e.outline == "Outline: notes.txt only." for e in events)
+    from anvil.frontend.lines import describe
+
+    preview = next(e for e in events if isinstance(e, IntentPreview))
+    assert describe(preview).text.startswith("The outline above is the model's plan")  # type: ignore[union-attr]
+    assert next(e for e in events if isinstance(e, TurnEnded)).reason == "done"
+    assert isinstance(events[-1], Notice) and events[-1].message == 'Task "Notes": done.'
+    model = session.model
+    assert isinstance(model, ScriptedModel)
+    assert "# Task\n\n**Title**: Notes" in model.calls[0][0]["content"]
+    assert "ask them with ask_user" in model.calls[0][0]["content"]  # somebody is there to answer
+    assert (await run("/task", session))[0].text.startswith("Usage: /task FILE")
+    missing = await run("/task nowhere.md", session)
+    assert missing[0].kind == "error" and "No task file at" in missing[0].text

@@ -31,7 +31,7 @@ def test_events_become_one_line_each() -> None:
     assert retry is not None and (retry.kind, retry.text) == (
         "retry", "The provider is busy; retrying in 2.0s (attempt 2 of 4)")
     error = describe(ErrorEvent("Rate limited", retryable=True))
-    assert error is not None and error.kind == "error" and error.text.endswith("(a passing problem; try again)")
+    assert error is not None and error.kind == "error" and error.text == "Rate limited"  # the message says it all
     started = describe(CompactionStarted(150_000, "threshold"))
     assert started is not None and started.text == "Compacting the conversation (150,000 tokens, threshold)…"
     finished = describe(CompactionFinished(150_000, 41_000, 2))
@@ -68,7 +68,7 @@ def test_the_answer_said_back_names_the_rule_and_its_file() -> None:
     event = request(rule_files=FILES, suggested_pattern="touch *")
     always = ApprovalDecision(True, remember="project", pattern="touch *")
     assert decision_text(always, event, ROOT) == (
-        "always allowed: `touch *` in this project (saved in .anvil/permissions.toml)")
+        "always allowed: `touch *` for this project (saved in .anvil/permissions.toml)")
     assert decision_text(ApprovalDecision(True), event, ROOT) == "allowed once"
     assert decision_text(ApprovalDecision(False, "use make"), event, ROOT) == "denied with your message: use make"
     assert decision_text(ApprovalDecision(False, by="interrupt"), event, ROOT) == "interrupted"

@@ -24,10 +24,10 @@ async def test_always_allow_names_the_files_rules_are_saved_to(make_repl: Any, p
     repl = make_repl(TOUCH)
     await repl.prompt("make the file")
     await repl.wait("Approve run_command?")
-    await repl.send("a", then="Keep it for:")
+    await repl.send("a", then="The rule is saved for:")
     await repl.wait("p this project: saved in .anvil/permissions.toml")
     await repl.wait(f"e everywhere: saved in {user_config_dir() / 'permissions.toml'}")
-    await repl.send("e", then="always allowed: `touch *` in everywhere")
+    await repl.send("e", then="always allowed: `touch *` everywhere (saved in")
     await repl.wait("ok")
     assert tomllib.loads((user_config_dir() / "permissions.toml").read_text())["allow"] == ["touch *"]
     await repl.exit()

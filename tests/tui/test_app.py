@@ -252,7 +252,9 @@ async def test_ctrl_c_clears_then_quits(project: Path) -> None:
         app.prompt.load_text("draft")
         await pilot.press("ctrl+c")
         assert app.prompt.text == "" and app.is_running
-        await pilot.press("ctrl+c")
+        await pilot.press("ctrl+c")  # on the idle, empty prompt: says how to quit
+        assert app.is_running
+        await pilot.press("ctrl+c")  # the second within a second quits
         await wait_for(pilot, lambda: not app.is_running)
     assert app.return_code == 0
 

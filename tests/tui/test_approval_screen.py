@@ -121,7 +121,7 @@ async def test_always_then_project_shows_and_saves_the_exact_pattern() -> None:
         await pilot.pause()
         scope = app.modal.query_one("#approval-scope")
         assert scope.display and not app.modal.query_one("#approval-choose").display
-        assert "Always allow git commit * from now on?" in text_of(app, "#approval-scope-text")
+        assert "Always allow `git commit *` from now on?" in text_of(app, "#approval-scope-text")
         labels = {scope: str(app.modal.query_one(f"#approval-scope-{scope}", Button).label)
                   for scope in ("session", "project", "user")}
         assert labels["session"].startswith("s this session")
@@ -129,13 +129,16 @@ async def test_always_then_project_shows_and_saves_the_exact_pattern() -> None:
         assert labels["user"] == "e everywhere: saved in /etc/xdg-fixed/anvil/permissions.toml"
         await pilot.press("p")
         await pilot.pause()
-    assert app.decisions == [ApprovalDecision(allow=True, remember="project", pattern="git commit *", by="user")]
+    assert app.decisions == [ApprovalDecision(allow=True, remember="project", pattern="git commit *", by="user",
+                                              patterns=("git commit *",))]
 
 
 async def test_session_and_user_scopes() -> None:
-    expected = ApprovalDecision(allow=True, remember="session", pattern="git commit *", by="user")
+    expected = ApprovalDecision(allow=True, remember="session", pattern="git commit *", by="user",
+                                patterns=("git commit *",))
     assert await answer(command(), "a", "s") == [expected]
-    assert (await answer(command(), "a", "e"))[0] == ApprovalDecision(True, "", "user", "git commit *", "user")
+    assert (await answer(command(), "a", "e"))[0] == ApprovalDecision(True, "", "user", "git commit *", "user",
+                                                                      ("git commit *",))
 
 
 async def test_escape_backs_out_of_the_scope_step_then_n_denies() -> None:
@@ -204,7 +207,8 @@ async def test_edit_shows_the_diff_and_always_uses_the_tool_name() -> None:
         assert "edit_file" in text_of(app, "#approval-scope-text")
         await pilot.press("s")
         await pilot.pause()
-    assert app.decisions == [ApprovalDecision(allow=True, remember="session", pattern="edit_file", by="user")]
+    assert app.decisions == [ApprovalDecision(allow=True, remember="session", pattern="edit_file", by="user",
+                                              patterns=("edit_file",))]
 
 
 async def test_other_tools_show_their_arguments_compactly() -> None:

@@ -49,7 +49,7 @@ async def test_always_allow_names_the_files_rules_are_saved_to(project: Path) ->
         await pilot.press("e")
         await wait_for(pilot, lambda: not app.busy)
         assert tomllib.loads((user_config_dir() / "permissions.toml").read_text())["allow"] == ["touch *"]
-        assert lines(app, "notice")[-1] == (f"Always allowed: `touch *` in everywhere (saved in "
+        assert lines(app, "notice")[-1] == (f"Always allowed: `touch *` everywhere (saved in "
                                             f"{user_config_dir() / 'permissions.toml'}).")
 
 

@@ -8,8 +8,9 @@ Its steps (``_model_step``, ``_tool_calls``, ``_after_reply``, ``_final_check``)
 Around that cycle, each in its own module: the context meter and compaction before every model call
 (``context/``, run by ``compacting.py``; a context-overflow error compacts and retries the call once), replies
 cut off at the output limit (``cutoff.py``), one tool call from arguments to result (``tool_call.py``), loop
-guards after every tool result (``guard.py``), stage words for front ends (``stages.py``), and the project's
-checks when a turn that changed files ends (``verify.py``).
+guards after every tool result (``guard.py``; in task runs also ``escalation.py``, whose thresholds end a turn
+``blocked`` where nobody can answer), stage words for front ends (``stages.py``), and the project's checks when a
+turn that changed files ends, automatic fixers first (``verifying.py``).
 
 Invariant kept on every exit path: each assistant tool call in the history has a tool result, so the
 history is always valid to send again (an interrupted call gets "interrupted by the user").
@@ -37,7 +38,9 @@ from anvil.core.events import (
 )
 from anvil.core.hooks.runner import HookRunner
 from anvil.core.loop import cutoff
+from anvil.core.loop.autofix import Fixers
 from anvil.core.loop.compacting import Compacting
+from anvil.core.loop.escalation import Blocking, Escalation
 from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
 from anvil.core.loop.history import History
@@ -48,8 +51,7 @@ from anvil.core.loop.tool_call import ToolCaller
 from anvil.core.loop.turn import TurnState, changed_files
 from anvil.core.loop.turn_hooks import prompt_hooks, stop_hooks
 from anvil.core.loop.usage import UsageTotals
-from anvil.core.loop.verify import failure_message
-from anvil.core.loop.verifying import Verifying
+from anvil.core.loop.verifying import VerificationRecord, Verifying
 from anvil.core.loop.workflow_steps import WorkflowSteps
 from anvil.core.model.errors import ModelError
 from anvil.core.model.litellm_model import LiteLLMModel
@@ -64,13 +66,14 @@ from anvil.core.workflows.offered import OfferedTools
 NOT_RUN = "Not run: anvil stopped the turn before this call (see the message that follows)."
 
 
-class Agent(WorkflowSteps, Verifying, Compacting):
+class Agent(WorkflowSteps, Verifying, Blocking, Compacting):
     def __init__(self, model: Model, tools: ToolRegistry, ctx: ToolContext, *, system_prompt: str,
                  policy: ApprovalPolicy | None = None, session: Session | None = None,
                  max_iterations: int = 50, history: list[dict[str, Any]] | None = None,
                  compact_threshold: float | bool = 0.85, verify: list[str] | None = None,
                  verify_retries: int = 5, verify_timeout: float = 600.0, hooks: HookRunner | None = None,
-                 interactive: bool = True, mask_secrets_for_model: bool = False) -> None:
+                 interactive: bool = True, mask_secrets_for_model: bool = False,
+                 autofix: Fixers | None = None) -> None:
         self.model = model
         self.tools = tools
         self.offered = OfferedTools(tools)  # what the model is offered: every tool, or an attached workflow's choice
@@ -93,6 +96,9 @@ class Agent(WorkflowSteps, Verifying, Compacting):
         self.guard = LoopGuard()
         self.stages = StageTracker()
         self.verify, self.verify_retries, self.verify_timeout = list(verify or []), verify_retries, verify_timeout
+        self.autofix = autofix  # fixers tried on failed checks before the model (None: none)
+        self.verification = VerificationRecord()  # the last turn's
+        self.escalation: Escalation | None = None  # a task run's thresholds (set by the task run)
         self._told_mode: str | None = None  # the approval mode the model was last told about
         self._spent: list[UsageReport] = []  # usage of summary calls, reported after the compaction
         self._interrupt = Interrupter()
@@ -161,6 +167,8 @@ class Agent(WorkflowSteps, Verifying, Compacting):
         the policy) becomes an ``error`` event with one line, and the session stays valid to resume."""
         self._interrupt.clear()
         turn = TurnState(text)
+        if self.session is not None:
+            self.session.begin()  # a new session becomes a file with its first turn
         try:
             async for event in self._turn(turn):
                 yield event
@@ -222,6 +230,9 @@ class Agent(WorkflowSteps, Verifying, Compacting):
             self.history.add({"role": "user", "content": reminder})
         self.guard.reset()
         self.stages.reset()
+        self.verification = VerificationRecord()
+        if self.escalation is not None:
+            self.escalation.reset()
         return started
 
     def _may_call_model(self, turn: TurnState) -> bool:
@@ -324,7 +335,8 @@ class Agent(WorkflowSteps, Verifying, Compacting):
         for index, call in enumerate(calls):
             if turn.restarted:  # a workflow began a new phase: this reply and its other calls left with the old one
                 break
-            if self._interrupt.is_set() or turn.stuck or turn.hook_stop is not None or turn.over:
+            if self._interrupt.is_set() or turn.stuck or turn.hook_stop is not None or turn.over \
+                    or turn.blocker is not None:
                 for skipped in calls[index:]:
                     self.history.add_tool_result(skipped, INTERRUPTED if self._interrupt.is_set() else NOT_RUN)
                 break
@@ -334,12 +346,15 @@ class Agent(WorkflowSteps, Verifying, Compacting):
         if turn.images:  # after every call's result: tool results must follow their reply directly
             self.history.add(image_message(turn.images))
             turn.images = []
+        self._stuck_blocks(turn)
         if self._interrupt.is_set():
             turn.end("interrupted")
         elif turn.over:  # a workflow ended the job, and the turn with it
             return
         elif turn.hook_stop is not None:  # a hook answered continue: false
             turn.end("done", f"A hook ended the turn: {turn.hook_stop}")
+        elif turn.blocker is not None:  # nobody can answer here: the task waits for the person
+            yield self._block(turn)
         elif turn.end_requested:  # exit_plan_mode headless: the plan is the answer, nothing more to do
             turn.end()
         elif turn.stuck:
@@ -369,10 +384,7 @@ class Agent(WorkflowSteps, Verifying, Compacting):
         changed = changed_files(outcome.tool, result)
         turn.changed = turn.changed or changed
         self.stages.observe(outcome.prepared, result.ok, changed)
-        if not self._interrupt.is_set():
-            polls = outcome.tool is not None and outcome.tool.polls
-            turn.stuck = self.guard.observe(call.name, outcome.prepared.raw_args, result.ok, result.output,
-                                            result.summary, polls=polls)
+        self._observe_call(turn, call, outcome, changed)
         for event in self._workflow_result(turn, call, result):
             yield event
 
@@ -388,23 +400,11 @@ class Agent(WorkflowSteps, Verifying, Compacting):
                 return
         if self._workflow_nudge(completion.text):  # a workflow's job has work left: back to it
             return
-        if not (self.verify and turn.changed):
-            turn.end()  # nothing to check, or the model stopped without changing anything since
+        if self._stated_blocker(turn, completion):  # it cannot go on without the person, and nobody can answer
+            yield self._block(turn)
             return
-        async for event in self._verify(turn):
-            yield self.history.record(event)
-        if turn.checks is None:
-            turn.end("interrupted")
-            return
-        failed = [r for r in turn.checks if not r.ok]
-        turn.fix_until = turn.iterations + self.verify_retries if turn.fix_until is None else turn.fix_until
-        if not failed or turn.iterations >= turn.fix_until:
-            turn.end()
-            return
-        self.stages.last_test_failed = True
-        self.history.add({"role": "user", "content": failure_message(failed, turn.fix_until - turn.iterations)})
-        yield self.history.record(Notice(f"Verification failed ({', '.join(f'`{r.command}`' for r in failed)}); "
-                                  "the model is fixing it."))
+        async for event in self._check_changes(turn):
+            yield event
 
     def _finish(self, turn: TurnState) -> TurnEnded:
         if turn.reason == "interrupted":

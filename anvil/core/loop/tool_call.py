@@ -193,10 +193,13 @@ class ToolCaller:
             return
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         diff = tool.preview(outcome.prepared.args, self.ctx)
+        command, cwd = tool.command(outcome.prepared.args), verdict.cwd
+        if command is None and (runs := tool.shown_command(outcome.prepared.args, self.ctx)) is not None:
+            command, cwd = runs  # run_tests: the exact command line and where it runs
+        patterns = verdict.suggested_patterns or ((verdict.suggested_pattern,) if verdict.suggested_pattern else ())
         yield ApprovalRequested(call.id, call.name, outcome.prepared.raw_args, outcome.phase, reasons=verdict.reasons,
-                                suggested_pattern=verdict.suggested_pattern, diff=diff,
-                                command=tool.command(outcome.prepared.args),
-                                cwd=str(verdict.cwd) if verdict.cwd else None,
+                                suggested_pattern=verdict.suggested_pattern, diff=diff, command=command,
+                                cwd=str(cwd) if cwd else None, suggested_patterns=patterns,
                                 rule_files={scope: str(path) for scope, path in self.policy.files.items()},
                                 no_rule_reason=verdict.no_rule_reason, person_only=verdict.person_only,
                                 future=future)
@@ -205,10 +208,10 @@ class ToolCaller:
             answer = await self.interrupt.until(future)
         except Interrupted:
             answer = ApprovalDecision(False, INTERRUPTED, by="interrupt")
-        if answer.remember and answer.pattern:
-            self.policy.remember(call.name, answer.pattern, answer.remember, "allow" if answer.allow else "deny")
+        for rule in answer.rules:  # all of them: a compound command must not ask again for its next part
+            self.policy.remember(call.name, rule, answer.remember or "session", "allow" if answer.allow else "deny")
         yield self.record(ApprovalAnswered(call.id, call.name, answer.allow, answer.by, answer.message,
-                                           answer.pattern))
+                                           answer.pattern, answer.rules))
         decision.answer = answer
 
     async def _execute(self, tool: Tool, outcome: CallOutcome) -> AsyncIterator[Event]:

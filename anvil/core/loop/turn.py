@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from anvil.core.events import TurnEndReason
+from anvil.core.events import BlockerRaised, TurnEndReason
 from anvil.core.loop.verify import CheckResult
 from anvil.core.model.protocol import Completion
 from anvil.core.tools.base import Tool, ToolResult
@@ -30,6 +31,9 @@ class TurnState:
     images: list[tuple[str, dict[str, str]]] = field(default_factory=list)  # (tool, image) for the model to see
     restarted: bool = False  # a workflow began a new phase: a fresh conversation, the old reply's calls dropped
     phase_start: int = 0  # model calls made before the current phase (max_iterations counts each phase's own)
+    written: set[Path] = field(default_factory=set)  # files the turn's calls wrote (the automatic fixers' input)
+    tried: list[str] = field(default_factory=list)  # one line per call, for a blocker's "what was tried"
+    blocker: BlockerRaised | None = None  # the turn cannot go on without the person (a headless task run)
 
     def end(self, reason: TurnEndReason = "done", message: str = "") -> None:
         self.over, self.reason, self.message = True, reason, message

@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,12 +51,14 @@ def tail(output: str, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
     return text
 
 
-async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox | None = None) -> CheckResult:
-    """One command, in the session's sandbox (the model wrote the code it checks)."""
+async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox | None = None,
+                    env: Mapping[str, str] | None = None) -> CheckResult:
+    """One command, in the session's sandbox (the model wrote the code it checks); ``env``: its environment
+    (default: anvil's)."""
     started = time.monotonic()
     sandbox = sandbox or Sandbox.disabled(root)
     try:
-        launch = await sandbox.launch(["/bin/sh", "-c", command], root)
+        launch = await sandbox.launch(["/bin/sh", "-c", command], root, env=env)
     except SandboxUnavailable as exc:
         return CheckResult(command, False, None, str(exc), 0.0)
     try:
@@ -84,10 +87,10 @@ async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox |
     return CheckResult(command, ok, process.returncode, text, time.monotonic() - started)
 
 
-async def run_checks(commands: list[str], root: Path, timeout: float,
-                     sandbox: Sandbox | None = None) -> list[CheckResult]:
+async def run_checks(commands: list[str], root: Path, timeout: float, sandbox: Sandbox | None = None,
+                     env: Mapping[str, str] | None = None) -> list[CheckResult]:
     """Every command, in order: all failures are worth seeing at once, not only the first."""
-    return [await run_check(command, root, timeout, sandbox) for command in commands]
+    return [await run_check(command, root, timeout, sandbox, env) for command in commands]
 
 
 def failure_message(failures: list[CheckResult], retries_left: int) -> str:
@@ -101,16 +104,20 @@ def failure_message(failures: list[CheckResult], retries_left: int) -> str:
     return "\n".join(parts)
 
 
-def report(results: list[CheckResult], changed: bool = True) -> str:
-    """One honest sentence for the person about the last verification run."""
+def report(results: list[CheckResult], changed: bool = True, *, fixed_files: Sequence[str] = (),
+           model_fixed: bool = False) -> str:
+    """One honest sentence for the person about the last verification run, and who fixed what on the way:
+    ``fixed_files`` the automatic fixers changed, ``model_fixed`` failures went back to the model."""
     failed = [r for r in results if not r.ok]
     names = ", ".join(f"`{r.command}`" for r in results)
+    fixers = f" The automatic fixers changed {', '.join(dict.fromkeys(fixed_files))}." if fixed_files else ""
     if not failed:
-        return f"Verification passed: {names}."
+        model = " The model fixed the failures handed back to it." if model_fixed else ""
+        return f"Verification passed: {names}.{fixers}{model}"
     detail = "; ".join(f"`{r.command}` {r.status}: {_last_line(r.output)}" for r in failed)
     why = "" if changed else " The model stopped without changing anything after the failure."
     rerun = " and ".join(f"`{r.command}`" for r in failed)
-    return (f"Verification still failing: {detail}.{why} Run {rerun} in the project root to see the whole "
+    return (f"Verification still failing: {detail}.{why}{fixers} Run {rerun} in the project root to see the whole "
             "output, or ask anvil to keep fixing it.")
 
 

@@ -23,13 +23,20 @@ MODEL_ERROR_KINDS: tuple[ModelErrorKind, ...] = get_args(ModelErrorKind)
 
 
 class ModelError(Exception):
-    """A model failure with one sentence for the person and a retry verdict."""
+    """A model failure with one sentence for the person and a retry verdict.
 
-    def __init__(self, message: str, *, retryable: bool = False, kind: ModelErrorKind = "error") -> None:
+    ``max_retries`` caps the retries of a retryable failure below the policy's (a name that does not resolve
+    and a refused connection are retried once: a longer wait rarely fixes either), ``retry_delay`` replaces
+    the backoff (seconds) for those retries."""
+
+    def __init__(self, message: str, *, retryable: bool = False, kind: ModelErrorKind = "error",
+                 max_retries: int | None = None, retry_delay: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
         self.kind: ModelErrorKind = kind
+        self.max_retries = max_retries
+        self.retry_delay = retry_delay
 
 
 # litellm exception class -> (kind, friendly lead). Retryable ones are passing faults of the provider.
@@ -50,22 +57,48 @@ _FATAL: dict[str, tuple[ModelErrorKind, str]] = {
     "BadRequestError": ("bad_request", "The provider rejected the request"),
     "UnprocessableEntityError": ("bad_request", "The provider rejected the request"),
 }
+# A connection that cannot be made at all, found in the exception's causes (by class name) or its text:
+# (kind, what happened, what to do, retries allowed, delay before the retry). Retrying such a failure at the
+# policy's pace only makes the person wait (a name that does not resolve stays so for seconds at least).
+_UNREACHABLE: dict[str, tuple[ModelErrorKind, str, str, int, float]] = {
+    "dns": ("connection", "Could not reach {host}: the name does not resolve",
+            "check your network connection and the address", 1, 0.5),
+    "refused": ("connection", "Could not connect to {host}: the connection was refused",
+                "check that the server is running and the address is right", 1, 0.5),
+}
+_UNREACHABLE_SIGNS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "dns": (frozenset({"gaierror", "ClientConnectorDNSError"}),
+            ("Name or service not known", "nodename nor servname", "Temporary failure in name resolution",
+             "getaddrinfo failed", "No address associated with hostname")),
+    "refused": (frozenset({"ConnectionRefusedError"}), ("Connection refused", "Connect call failed")),
+}
 # litellm prefixes messages with class names: "litellm.RateLimitError: RateLimitError: OpenAIException - ..."
 _LITELLM_PREFIX = re.compile(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?")
+# What a provider's text must not carry into anvil's sentence: object reprs, litellm's advice to programmers.
+_NOISE = (re.compile(r"\s*ssl:<[^>]*>"), re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>"),
+          re.compile(r"\s*Handle with `?litellm\.\w+`?\.?"), re.compile(r"\blitellm\.\w+(Error|Exception):\s*"),
+          re.compile(r"\b\w+Exception\s+-\s+"))
+_HOST = re.compile(r"Cannot connect to host ([^\s:]+)")
+_DETAIL_CHARS = 200
 
 
 def classify_error(exc: BaseException, model: str, api_base: str | None = None) -> ModelError:
-    """Map a litellm (or transport) exception to a :class:`ModelError`."""
+    """Map a litellm (or transport) exception to a :class:`ModelError` whose message is one sentence in anvil's
+    words: no object reprs, no litellm class names, one full stop."""
     text = str(exc).replace("\n", " ").strip()
-    detail = _LITELLM_PREFIX.sub("", text)[:300] or type(exc).__name__
+    detail = clean_detail(text) or type(exc).__name__
     missing = _missing_module(exc)
     if missing is not None:  # litellm wraps this as a connection error; retrying cannot install a package
-        return ModelError(f"anvil's installation is incomplete: {missing}. Reinstall anvil with its dependencies "
+        return ModelError(f"anvil's installation is incomplete ({missing}): reinstall anvil with its dependencies "
                           "(`pip install --upgrade anvil`, or `pip install -e .` in its checkout).", kind="setup")
+    unreachable = _unreachable(exc, text, api_base)
+    if unreachable is not None:
+        return unreachable
     if _is_connection_failure(exc, text):
         where = f" at {api_base}" if api_base else ""
-        return ModelError(f"Could not connect to the provider{where}: {detail}. Check that the server is "
-                          "running and the address is right.", retryable=True, kind="connection")
+        return ModelError(sentence(f"Could not connect to the provider{where} ({detail})",
+                                   "check your network, and that the server is running and the address is right"),
+                          retryable=True, kind="connection")
     if "LLM Provider NOT provided" in text:
         return ModelError(
             f"anvil doesn't know which provider serves '{model}'. Use a litellm model string such as "
@@ -76,10 +109,55 @@ def classify_error(exc: BaseException, model: str, api_base: str | None = None) 
         return known
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and (status == 429 or status >= 500):
-        return ModelError(f"The provider answered {status}: {detail}", retryable=True, kind="server")
+        return ModelError(sentence(f"The provider answered {status} ({detail})", "anvil retries it"),
+                          retryable=True, kind="server")
     if isinstance(exc, (ConnectionError, TimeoutError, asyncio.TimeoutError)):
-        return ModelError(f"Could not reach the provider: {detail}", retryable=True, kind="connection")
-    return ModelError(f"The model call failed ({type(exc).__name__}): {detail}", kind="error")
+        return ModelError(sentence(f"Could not reach the provider ({detail})", "check your network connection"),
+                          retryable=True, kind="connection")
+    return ModelError(sentence(f"The model call failed ({detail})", "see errors.log if it keeps happening"),
+                      kind="error")
+
+
+def clean_detail(text: str) -> str:
+    """A provider's message without what only a programmer could read (class names, object reprs, litellm's
+    advice), on one line, cut at a word near :data:`_DETAIL_CHARS`, without its closing full stops."""
+    detail = _LITELLM_PREFIX.sub("", " ".join(text.split()))
+    for noise in _NOISE:
+        detail = noise.sub("", detail)
+    detail = " ".join(detail.split()).rstrip(" .")
+    if len(detail) > _DETAIL_CHARS:
+        detail = detail[:_DETAIL_CHARS].rsplit(" ", 1)[0].rstrip(" .,;:") + "…"
+    return detail
+
+
+def sentence(what: str, advice: str = "") -> str:
+    """``what`` happened, then what to do, as one sentence with one full stop."""
+    what = what.rstrip(" .")
+    joint = "; " if ": " in what.split("(", 1)[0] else ": "
+    return f"{what}{joint}{advice.rstrip(' .')}." if advice else f"{what}."
+
+
+def _unreachable(exc: BaseException, text: str, api_base: str | None) -> ModelError | None:
+    """A name that does not resolve or a refused connection, by the classes in the exception's causes or the
+    words in its text; retried once, quickly."""
+    names: set[str] = set()
+    texts = [text]
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        names.add(type(seen).__name__)
+        texts.append(str(seen))
+        seen = seen.__cause__ or seen.__context__
+    joined = " ".join(texts)
+    for key, (classes, words) in _UNREACHABLE_SIGNS.items():
+        if names & classes or any(word in joined for word in words):
+            kind, what, advice, retries, delay = _UNREACHABLE[key]
+            found = _HOST.search(joined)
+            host = api_base or (found.group(1) if found else "the provider")
+            return ModelError(sentence(what.format(host=host), advice), retryable=True, kind=kind,
+                              max_retries=retries, retry_delay=delay)
+    return None
 
 
 def _by_class(exc: BaseException, model: str, api_base: str | None, detail: str) -> ModelError | None:
@@ -88,12 +166,15 @@ def _by_class(exc: BaseException, model: str, api_base: str | None, detail: str)
         name = cls.__name__
         if name in _FATAL:
             kind, lead = _FATAL[name]
-            return ModelError(f"{lead} ({model}): {detail}{_hint(kind, model)}", kind=kind)
+            return ModelError(sentence(f"{lead} ({model}: {detail})", _hint(kind, model)), kind=kind)
         if name in _RETRYABLE:
             kind, lead = _RETRYABLE[name]
             where = f" at {api_base}" if api_base and kind == "connection" else ""
-            return ModelError(f"{lead}{where}: {detail}", retryable=True, kind=kind)
+            return ModelError(sentence(f"{lead}{where} ({detail})", _RETRY_ADVICE), retryable=True, kind=kind)
     return None
+
+
+_RETRY_ADVICE = "anvil retries it a few times; if it persists, try again later"
 
 
 def _missing_module(exc: BaseException) -> str | None:
@@ -121,12 +202,15 @@ def _is_connection_failure(exc: BaseException, text: str) -> bool:
 
 
 def _hint(kind: ModelErrorKind, model: str) -> str:
+    """What to do about a failure retrying cannot fix."""
     if kind == "auth":
         provider = model.split("/", 1)[0].upper() if "/" in model else "the provider's"
-        return f". Set {provider}_API_KEY (or ANVIL_API_KEY) to a valid key."
-    if kind == "not_found":
-        return ". Check the model name with --model."
-    return ""
+        return f"set {provider}_API_KEY (or ANVIL_API_KEY) to a valid key"
+    if kind in ("not_found", "unknown_model"):
+        return "check the model name (--model, or /model NAME)"
+    if kind == "context_overflow":
+        return "/compact or /clear frees room"
+    return "change the request, or /model NAME for another model" if kind in ("bad_request", "content_policy") else ""
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 from anvil.core.events import ReasoningDelta, Retrying
 from anvil.core.model.caching import with_breakpoints
 from anvil.core.model.chunks import StreamAssembler
-from anvil.core.model.errors import RetryPolicy, classify_error
+from anvil.core.model.errors import ModelError, RetryPolicy, classify_error
 from anvil.core.model.lean_stream import lean_events
 from anvil.core.model.protocol import Completion, Reasoning, StreamItem
 from anvil.core.model.providers import Traits, outgoing, reasoning_params, thinking_possible, traits_for
@@ -146,8 +146,8 @@ class LiteLLMModel:
                    if not k.endswith("_API_BASE")]  # a base URL has a default; a key does not
         if missing:
             names = " or ".join(missing)
-            return (f"No API key for {self.name}: set {names} (or ANVIL_API_KEY), or use --api-base for a "
-                    "local server. To try anvil without a key: anvil -p \"...\" --model scripted")
+            return (f"No API key for {self.name}: set {names} (or ANVIL_API_KEY) in the environment anvil starts "
+                    "in, or choose another model (--model, /model); `anvil --demo` works without a key.")
         return None
 
     def _model_info(self) -> dict[str, Any]:
@@ -265,16 +265,29 @@ class LiteLLMModel:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                error = classify_error(exc, self.name, self.api_base)
+                error = self._no_key() or classify_error(exc, self.name, self.api_base)
+                allowed = self.retry.max_attempts if error.max_retries is None else min(
+                    self.retry.max_attempts, error.max_retries + 1)
                 # Text already shown cannot be taken back, so a mid-stream failure is not retried.
-                if not error.retryable or started_output or attempt >= self.retry.max_attempts:
+                if not error.retryable or started_output or attempt >= allowed:
                     if error.retryable and attempt > 1:
-                        error.message += f" (gave up after {attempt} attempts)"
+                        error.message = f"{error.message.rstrip('.')} (gave up after {attempt} attempts)."
                     raise error from exc
-                delay = self.retry.delay(attempt)
-                yield Retrying(attempt, self.retry.max_attempts, round(delay, 2), error.message)
+                delay = error.retry_delay if error.retry_delay is not None else self.retry.delay(attempt)
+                yield Retrying(attempt, allowed, round(delay, 2), error.message)
                 await asyncio.sleep(delay)
                 attempt += 1
+
+    def _no_key(self) -> ModelError | None:
+        """The call failed and no key was set for the model: that is the problem to name, whatever the provider
+        answered (litellm reports it as a rejected key)."""
+        if self.api_key:
+            return None
+        try:
+            problem = self.preflight()
+        except Exception:
+            return None
+        return ModelError(problem, kind="auth") if problem and problem.startswith("No API key") else None
 
     def _cost(self, litellm: Any, usage: Any) -> float | None:
         """The call's cost at litellm's prices for each kind of token (input, cache reads, cache writes, output,

@@ -8,7 +8,14 @@ A script is a list of turns; each turn is what the model "says" on one call:
     {"error": "rate limited", "retryable": true}   # raise a ModelError instead of answering
 
 It streams text in small chunks, like a real provider, and reports usage estimated from the
-request size so gauges and totals move. When the script runs out it says so instead of failing.
+request size so gauges and totals move (``"usage"`` and ``"cost"`` on a turn set them instead). When the
+script runs out it says so instead of failing.
+
+A script may also be an object with ``cases``, for a run that is resumed in a new process (a blocked task
+answered with ``anvil answer``): at its first call the model takes the first case whose ``when`` text appears
+in the messages it was sent (the system prompt included); a case without ``when`` always fits:
+
+    {"cases": [{"when": "Previous clarifications", "turns": [...]}, {"turns": [...]}]}
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ from anvil.core.model.protocol import Completion, Reasoning, StreamItem, Usage
 
 class ScriptedModel:
     def __init__(self, turns: list[dict[str, Any]], *, name: str = "scripted", chunk_chars: int = 6,
-                 delay: float = 0.0, window: int = 200_000, images: bool = False) -> None:
+                 delay: float = 0.0, window: int = 200_000, images: bool = False,
+                 cases: list[dict[str, Any]] | None = None) -> None:
         self.name = name
         self.images = images
         self.turns = list(turns)
+        self.cases = cases  # chosen from at the first call (see the module's docstring)
         self.calls: list[list[dict[str, Any]]] = []  # the messages of every call, for assertions
         self.output_limits: list[int | None] = []  # the max_output_tokens of every call
         self.reasoning = Reasoning()
@@ -52,8 +61,11 @@ class ScriptedModel:
             raise ModelError(f"Cannot read the model script {path}: {exc.strerror}. Check the path.") from exc
         except json.JSONDecodeError as exc:
             raise ModelError(f"The model script {path} is not valid JSON: {exc}. Fix it and retry.") from exc
+        if isinstance(turns, dict) and _valid_cases(turns.get("cases")):
+            return cls([], cases=turns["cases"])
         if not isinstance(turns, list):
-            raise ModelError(f"The model script {path} must be a JSON list of turns.")
+            raise ModelError(f"The model script {path} must be a JSON list of turns, or an object with "
+                             '"cases": [{"when": TEXT, "turns": [...]}, ...].')
         return cls(turns)
 
     def context_window(self) -> int | None:
@@ -80,6 +92,8 @@ class ScriptedModel:
                      max_output_tokens: int | None = None) -> AsyncIterator[StreamItem]:
         self.calls.append([dict(m) for m in messages])
         self.output_limits.append(max_output_tokens)
+        if self.cases is not None:
+            self.turns, self.cases = _choose(self.cases, messages), None
         if self._next < len(self.turns):
             turn = self.turns[self._next]
             self._next += 1
@@ -109,3 +123,17 @@ class ScriptedModel:
         replay = {"reasoning_content": reasoning} if reasoning else {}
         yield Completion(text, calls, usage, cost=turn.get("cost"), finish_reason=finish, reasoning=reasoning,
                          replay=replay)
+
+
+def _valid_cases(cases: Any) -> bool:
+    return isinstance(cases, list) and all(isinstance(c, dict) and isinstance(c.get("turns"), list) for c in cases)
+
+
+def _choose(cases: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns of the first case whose ``when`` text is in the messages (none: an empty script)."""
+    sent = json.dumps(messages, ensure_ascii=False)
+    for case in cases:
+        when = case.get("when")
+        if not when or json.dumps(str(when), ensure_ascii=False)[1:-1] in sent:
+            return list(case["turns"])
+    return []

@@ -22,9 +22,11 @@ Order, first match wins:
    only known at run time, code bash evaluates that the text does not show) always ask. Broad rules
    stay useful for everyday commands without quietly covering the dangerous forms. A part that runs
    no program (``x=1``) needs no rule, unless it is risky (``PROMPT_COMMAND=…``): then it asks.
-6. Otherwise ask about the first part no rule covers, with every risk reason, and an "always
-   allow" pattern that keeps the risky words literal (``rm -rf *``) so that, once saved, the same
-   command does not ask again.
+6. Otherwise ask, naming every part no rule covers, with every risk reason, and an "always allow"
+   pattern for each of those parts that keeps the risky words literal (``rm -rf *``), so that, once
+   all of them are saved, the same command does not ask again. When some part can have no rule
+   (a risky form with nothing to name), no "always allow" is offered at all: saving the others would
+   still leave the command asking.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_app
     if auto_approve:
         return _protected_writes(parsed, report, rules) or Verdict("allow", by="auto-approve", reasons=report.reasons)
     used: list[CommandRule] = []
+    uncovered: list[tuple[SimpleCommand, list[Finding], tuple[CommandRule, ...]]] = []
     for i, cmd in enumerate(parsed.commands):
         risky = [f for f in report.for_command(i) if f.level in ("risky", "unattended_deny")]
         if not cmd.words:  # assignments, bare redirections: nothing to allow unless they are risky
@@ -80,8 +83,11 @@ def _verdict(command: str, rules: CommandRules, root: Path, home: Path, auto_app
         candidates = rules.allow_rules_for(cmd)
         rule = next((r for r in candidates if _covers(r, risky)), None)
         if rule is None:
-            return _ask(cmd, risky, report, candidates)
-        used.append(rule)
+            uncovered.append((cmd, risky, candidates))
+        else:
+            used.append(rule)
+    if uncovered:
+        return _ask_all(uncovered, report)
     by = ", ".join(dict.fromkeys(r.pattern for r in used)) or "nothing to run"
     return Verdict("allow", by=by, reasons=report.reasons)
 
@@ -124,6 +130,25 @@ def _covers(rule: CommandRule, risky: list[Finding]) -> bool:
     return all(f.triggers and all(rule.names(t, f.exact) for t in f.triggers) for f in risky)
 
 
+def _ask_all(uncovered: list[tuple[SimpleCommand, list[Finding], tuple[CommandRule, ...]]],
+             report: RiskReport) -> Verdict:
+    """Ask about every part no rule covers: each named in the reasons, each with the rule "always allow" would
+    save for it (all of them, or none when one part can have no rule)."""
+    asks = [_ask(cmd, risky, report, candidates) for cmd, risky, candidates in uncovered]
+    if len(asks) == 1:
+        return asks[0]
+    reasons = tuple(dict.fromkeys(reason for ask in asks for reason in ask.reasons))
+    patterns = tuple(dict.fromkeys(ask.suggested_pattern for ask in asks if ask.suggested_pattern))
+    ruleless = any(ask.suggested_pattern is None for ask in asks)
+    parts = ", ".join(f"`{cmd.text}`" for cmd, _, _ in uncovered)
+    return Verdict("ask", by=asks[0].by, reasons=reasons,
+                   message=f"Not run: the command needs the user's approval ({len(uncovered)} parts no rule allows: "
+                           f"{parts}).",
+                   suggested_pattern=None if ruleless else patterns[0],
+                   suggested_patterns=() if ruleless else patterns,
+                   no_rule_reason="a part of this command cannot be allowed by a rule" if ruleless else "")
+
+
 def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
          candidates: tuple[CommandRule, ...]) -> Verdict:
     reasons = list(report.reasons)
@@ -136,4 +161,5 @@ def _ask(cmd: SimpleCommand, risky: list[Finding], report: RiskReport,
         suggestion = suggest_pattern(cmd, keep=[t for f in risky for t in f.triggers])
     message = "Not run: the command needs the user's approval" + (f" ({reasons[0]})." if reasons else ".")
     return Verdict("ask", by="risk" if candidates or not cmd.words else "no matching rule", reasons=tuple(reasons),
-                   message=message, suggested_pattern=suggestion, person_only=any(f.protected for f in risky))
+                   message=message, suggested_pattern=suggestion, person_only=any(f.protected for f in risky),
+                   suggested_patterns=(suggestion,) if suggestion else ())

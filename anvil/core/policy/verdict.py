@@ -21,8 +21,10 @@ class Verdict:
     reasons: tuple[str, ...] = ()
     #: for "deny" (and "ask", for headless): what the model is told
     message: str = ""
-    #: for "ask": the rule "always allow" would save
+    #: for "ask": the rule "always allow" would save (the first, when it saves several)
     suggested_pattern: str | None = None
+    #: for "ask": every rule "always allow" saves: one per part of a compound command no rule covers
+    suggested_patterns: tuple[str, ...] = ()
     #: for a command: the directory it was evaluated in (the shell's current directory, else the project root)
     cwd: Path | None = None
     #: for "ask": only the person may answer (a protected path, a command leaving the sandbox); a hook's

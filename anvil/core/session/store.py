@@ -71,6 +71,8 @@ class SessionState:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     unpriced_calls: int = 0
+    #: the tokens the conversation took in the context at its last measure (the gauge after a resume)
+    context_used: int = 0
     warnings: list[str] = field(default_factory=list)
     #: the workflow job the session works on (its ``workflow`` record), or None
     workflow: dict[str, Any] | None = None
@@ -85,7 +87,8 @@ class Session:
     :meth:`close`) writes them all when it can. Known secret values are masked in every line written.
     """
 
-    def __init__(self, path: Path, session_id: str, masker: SecretMasker | None = None) -> None:
+    def __init__(self, path: Path, session_id: str, masker: SecretMasker | None = None, *,
+                 deferred: bool = False) -> None:
         self.path = path
         self.id = session_id
         self.masker = masker or SecretMasker()
@@ -93,6 +96,15 @@ class Session:
         self._fd: int | None = None
         self._pending: list[bytes] = []  # whole lines not on disk yet, oldest first
         self._torn = False  # a failed write could not be cut back: the next write starts on a new line
+        #: a new session's header waits in memory until its first turn (:meth:`begin`) or any other record: a
+        #: start that fails (no key, a mistyped model) or a window closed at once leaves no empty session
+        self.deferred = deferred
+
+    def begin(self) -> None:
+        """The first turn starts: from now on the session is a file, and every record goes to it at once."""
+        if self.deferred:
+            self.deferred = False
+            self._write_pending()
 
     @property
     def pending(self) -> int:
@@ -102,7 +114,10 @@ class Session:
     def append(self, record: dict[str, Any]) -> None:
         line = self.masker.mask_json(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
         self._pending.append(line.encode("utf-8", "surrogateescape"))
-        self._write_pending()  # the record reaches the OS now: a crash of anvil cannot lose it
+        if record.get("t") != "session":
+            self.deferred = False  # anything after the header belongs to a conversation: the file starts here
+        if not self.deferred:
+            self._write_pending()  # the record reaches the OS now: a crash of anvil cannot lose it
 
     def _write_pending(self) -> bool:
         """Write the held records; False (and they stay held) when the file cannot take them."""
@@ -137,12 +152,15 @@ class Session:
 
     def sync(self) -> None:
         """Push appended records to disk (end of a turn): survives a power loss too."""
-        if not self._write_pending() or self._fd is None:
+        if self.deferred or not self._write_pending() or self._fd is None:
             return
         with contextlib.suppress(OSError):  # the records reached the OS; a failing fsync must not end the turn
             os.fsync(self._fd)
 
     def close(self) -> None:
+        if self.deferred:  # no turn ever started: nothing worth keeping, no file
+            self._pending.clear()
+            return
         if not self._write_pending():
             self.trouble.lost(f"{len(self._pending)} record(s) of this session could not be written to "
                               f"{self.path} before it closed; resuming it will not show them.")
@@ -215,6 +233,10 @@ def _apply(state: SessionState, record: dict[str, Any]) -> None:
             state.todos = list(event.get("todos", []))
         elif etype == "usage":
             _apply_usage(state, event)
+        elif etype == "context_usage":
+            state.context_used = int(event.get("used") or 0)
+        elif etype == "compaction_finished" and event.get("ok", True):
+            state.context_used = int(event.get("tokens_after") or 0)
 
 
 def _apply_usage(state: SessionState, event: dict[str, Any]) -> None:
@@ -245,9 +267,11 @@ class SessionStore:
         self.dir = data_dir / "sessions" / project_slug(self.project_root)
         self.masker = masker or SecretMasker()
 
-    def create(self, model: str, version: str) -> Session:
+    def create(self, model: str, version: str, *, deferred: bool = True) -> Session:
+        """A new session; its file is written when its first turn begins (:meth:`Session.begin`), unless
+        ``deferred`` is False."""
         session_id = new_session_id()
-        session = Session(self.dir / f"{session_id}.jsonl", session_id, self.masker)
+        session = Session(self.dir / f"{session_id}.jsonl", session_id, self.masker, deferred=deferred)
         session.append({"t": "session", "id": session_id, "created": time.time(),
                         "cwd": str(self.project_root), "model": model, "version": version})
         return session

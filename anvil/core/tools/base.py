@@ -42,6 +42,9 @@ class ToolResult:
     changed: bool | None = None
     #: images for the model to look at (``mime_type``, base64 ``data``), shown to models that take images
     images: list[dict[str, str]] = field(default_factory=list)
+    #: the call cannot go on without the person, and nobody can answer in this run (a headless task run): the
+    #: question; the loop ends the turn ``blocked`` after this reply's calls
+    blocked: str | None = None
 
 
 class ToolArgs(BaseModel):
@@ -226,6 +229,12 @@ class Tool(ABC):
 
     def command(self, args: Any) -> str | None:
         """The shell command this call runs, for tools whose approval is "command"; None otherwise."""
+        return None
+
+    def shown_command(self, args: Any, ctx: ToolContext) -> tuple[str, Path] | None:
+        """For a tool that runs a command its approval is not about (its rule names the tool, ``run_tests(*)``):
+        the exact command line and the directory it would run in, shown when the person is asked; None for the
+        rest."""
         return None
 
     def write_targets(self, args: Any) -> list[str]:

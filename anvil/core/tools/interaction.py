@@ -4,7 +4,9 @@ Both go through ``ctx.ask``: the tool builds a request event with a future, the 
 front end and returns the answer. When ``ctx.ask`` is None nobody can answer (headless), and the
 tools say so instead of waiting forever:
 
-- ask_user tells the model to decide for itself and state its assumption;
+- ask_user tells the model to decide for itself and state its assumption; in a headless task run
+  (``ctx.state["blocking_questions"]``, see :func:`questions_block`) the question becomes a blocker instead:
+  the turn ends ``blocked`` and the run resumes with the person's answer (``anvil answer``);
 - exit_plan_mode hands the plan to the front end (a :class:`PlanProposed` without a future, which
   ``anvil -p`` prints) and asks the loop to end the turn (``ToolResult.end_turn``). In "auto" mode
   (``--auto-approve --mode plan``) the plan is approved by itself: the person approved everything.
@@ -39,6 +41,7 @@ class PlanModeSwitch(Protocol):
 
 POLICY_KEY = "policy"
 CALL_ID_KEY = "call_id"
+BLOCKING_KEY = "blocking_questions"
 HEADLESS_QUESTION = ("No one can answer questions in this run (headless). Decide yourself, state your assumption "
                      "in your answer, and carry on.")
 PLAN_MODE_REMINDER = (
@@ -47,6 +50,12 @@ PLAN_MODE_REMINDER = (
     "the plan is ready, call exit_plan_mode with it in Markdown: the steps in order, the files to change and how "
     "you will verify the result. Edits and commands that change things are refused until the plan is approved."
 )
+
+
+def questions_block(ctx: ToolContext, on: bool = True) -> None:
+    """In a headless task run a question cannot be answered now but can be later: ask_user records it as a
+    blocker and the run stops, instead of telling the model to guess."""
+    ctx.state[BLOCKING_KEY] = on
 
 
 def attach_policy(ctx: ToolContext, policy: PlanModeSwitch) -> None:
@@ -100,6 +109,11 @@ class AskUser(Tool):
         if not question:
             raise ToolError("The question is empty. Write the question you want the person to answer.")
         options = tuple(dict.fromkeys(o.strip() for o in args.options or [] if o.strip()))
+        if ctx.ask is None and ctx.state.get(BLOCKING_KEY):
+            shown = question + (f" (options: {'; '.join(options)})" if options else "")
+            return ToolResult(f"Recorded as a blocker: {shown}. Nobody can answer during this run, so it stops "
+                              "here; it resumes with the person's answer. Call no more tools.",
+                              summary=f"blocked: {_clip(question)}", blocked=shown)
         if ctx.ask is None:
             return ToolResult(HEADLESS_QUESTION, summary="no one to ask (headless)")
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()

@@ -211,7 +211,7 @@ async def test_a_missing_mcp_package_is_a_setup_error_not_a_connection_failure(
     except APIConnectionError as exc:
         error = classify_error(exc, "openai/gpt-4o")
     assert error.kind == "setup" and not error.retryable
-    assert "cannot import name 'Tool' from 'mcp.types'" in error.message and "Reinstall anvil" in error.message
+    assert "cannot import name 'Tool' from 'mcp.types'" in error.message and "reinstall anvil" in error.message
 
 
 async def test_change_notifications_of_earlier_protocol_versions_ask_for_a_new_listing() -> None:

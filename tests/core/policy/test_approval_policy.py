@@ -131,7 +131,7 @@ async def test_decisions_are_recorded_in_the_session(project: Path) -> None:
     records = [json.loads(line) for line in runtime.session.path.read_text().splitlines()]
     answers = [r["event"] for r in records if r.get("t") == "event" and r["event"]["type"] == "approval_answered"]
     assert answers == [{"type": "approval_answered", "call_id": answers[0]["call_id"], "tool": "run_command",
-                        "allow": True, "by": "user", "message": "", "rule": "echo *"}]
+                        "allow": True, "by": "user", "message": "", "rule": "echo *", "rules": ["echo *"]}]
 
 
 def test_bad_rule_in_config_is_one_clear_error(project: Path) -> None:

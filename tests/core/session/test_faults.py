@@ -107,7 +107,7 @@ def test_a_session_that_could_not_even_start_its_file_is_written_when_space_retu
 def test_closing_while_the_disk_is_still_full_says_what_was_not_written(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(tmp_path / "data", monkeypatch)
-    session = SessionStore(tmp_path / "data", tmp_path / "p").create("m", "v")
+    session = SessionStore(tmp_path / "data", tmp_path / "p").create("m", "v", deferred=False)
     disk.full = True
     session.append({"t": "message", "message": {"role": "user", "content": "lost"}})
     session.close()

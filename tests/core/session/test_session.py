@@ -79,7 +79,7 @@ def test_latest_list_and_open(tmp_path: Path) -> None:
     import time
 
     store = SessionStore(tmp_path, tmp_path / "p")
-    first = store.create("m", "v")
+    first = store.create("m", "v", deferred=False)
     second = store.create("m", "v")
     second.append({"t": "event", "event": {"type": "turn_started", "prompt": "hello there"}})
     os.utime(first.path, (time.time() - 100, time.time() - 100))
@@ -113,3 +113,18 @@ def test_repair_history_answers_dangling_tool_calls() -> None:
     assert repaired[:3] == history
     assert repaired[3]["tool_call_id"] == "b" and "stopped" in repaired[3]["content"]
     assert repair_history(repaired) == repaired
+
+
+def test_a_session_becomes_a_file_only_when_its_first_turn_starts(tmp_path: Path) -> None:
+    """A start that fails (no key, a mistyped model) leaves nothing for `anvil sessions` to list."""
+    store = SessionStore(tmp_path, tmp_path / "p")
+    failed = store.create("m", "v")
+    failed.close()
+    assert not failed.path.exists() and store.list() == [] and store.latest() is None
+    used = store.create("m", "v")
+    assert not used.path.exists()
+    used.begin()
+    assert used.path.exists() and [s.id for s in store.list()] == [used.id]
+    used.append({"t": "event", "event": {"type": "turn_started", "prompt": "hello"}})
+    used.close()
+    assert store.list()[0].first_prompt == "hello"

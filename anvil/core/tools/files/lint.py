@@ -71,7 +71,7 @@ async def run_linter(path: Path, ctx: ToolContext) -> str | None:
     if not argv:
         return None
     shown = shlex.join(argv)
-    if not _installed(argv[0], ctx.root):
+    if not installed(argv[0], ctx.root):
         return None  # the linter is not installed (or not runnable) here
     try:
         launch = await ctx.sandbox.launch(argv, ctx.root)  # the model wrote what it reads: in the sandbox
@@ -102,7 +102,7 @@ async def run_linter(path: Path, ctx: ToolContext) -> str | None:
     return f"Linter `{shown}` (exit {process.returncode}):\n{text}"
 
 
-def _installed(program: str, root: Path) -> bool:
+def installed(program: str, root: Path) -> bool:
     """Whether ``program`` can be run from ``root``: a name on PATH, or a path (``node_modules/.bin/x``)."""
     if "/" in program:
         path = root / program

@@ -143,6 +143,11 @@ def decode_text(data: bytes) -> TextDocument:
         if data.startswith(mark):
             encoding, bom = codec, mark
             break
+    if bom and encoding != "utf-8" and not looks_binary(data):
+        try:  # UTF-16/32 text is full of NULs; without them the "mark" is two stray bytes of an 8-bit file
+            data[len(bom):].decode(encoding)
+        except UnicodeDecodeError:
+            encoding, bom = "utf-8", b""
     if not bom and looks_binary(data):
         raise BinaryFileError("the file contains NUL bytes near its start")
     body = data[len(bom):]

@@ -272,6 +272,12 @@ class RunTests(Tool):
     def phase(self, args: Any) -> str:
         return f"Running tests in {args.path}" if args.path else "Running tests"
 
+    def shown_command(self, args: Any, ctx: ToolContext) -> tuple[str, Path] | None:
+        try:
+            return plan_tests(ctx, args.path).command, ctx.root
+        except ToolError:
+            return None  # no runner found: the call itself says so
+
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult:
         plan = plan_tests(ctx, args.path)
         run = await shell_session(ctx).run(plan.command, ctx.settings.max_timeout, cwd=ctx.root)

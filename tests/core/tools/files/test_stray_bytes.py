@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from anvil.core.tools.base import ToolContext
@@ -106,6 +106,8 @@ _TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_c
 
 
 @settings(max_examples=150, deadline=None)
+@example(pieces=[("", b"\xff\xfe"), ("", b"\x80")], marker_at=1)  # a UTF-16 byte-order mark that is not one
+@example(pieces=[("", b"\xfe\xff"), ("", b"\x80")], marker_at=1)
 @given(pieces=st.lists(st.tuples(_TEXT, st.binary(min_size=1, max_size=2).map(lambda b: bytes(x | 0x80 for x in b))),
                        min_size=1, max_size=6), marker_at=st.integers(min_value=0, max_value=5))
 def test_untouched_bytes_always_round_trip(pieces: list[tuple[str, bytes]], marker_at: int) -> None:

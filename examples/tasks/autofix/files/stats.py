@@ -1,0 +1,5 @@
+"""Statistics helpers."""
+
+
+def mean(numbers: list[float]) -> float:
+    return sum(numbers) / len(numbers)

@@ -1,0 +1,5 @@
+"""URL slugs for article titles."""
+
+
+def slugify(title: str) -> str:
+    raise NotImplementedError
