@@ -157,13 +157,18 @@ class AssistantEntry(Entry):
         waiting for Markdown is taken in first, a step at a time with keys answered between steps."""
         async with self._lock:
             await self._flush_locked()
-        unmeasured = 0
+        unmeasured_since: float | None = None
         while self._backlog and self._live is not None:
-            if self._markdown_free_at == float("inf"):  # the last step is not on screen yet
-                unmeasured += 1
-                if unmeasured * FLUSH_INTERVAL > RERENDER_TURN_LIMIT:  # nor will it be (no refresh comes)
+            now = time.monotonic()
+            if self._markdown_free_at == float("inf"):  # the last step is not on screen yet: look again soon
+                unmeasured_since = unmeasured_since or now
+                if now - unmeasured_since > RERENDER_TURN_LIMIT:  # nor will it be (no refresh comes)
                     self._markdown_free_at = 0.0
-            await asyncio.sleep(max(min(self._markdown_free_at - time.monotonic(), 1.0), FLUSH_INTERVAL / 10))
+                pause = FLUSH_INTERVAL
+            else:
+                unmeasured_since = None
+                pause = min(self._markdown_free_at - now, 1.0)
+            await asyncio.sleep(max(pause, FLUSH_INTERVAL / 10))
             async with self._lock:
                 await self._flush_locked()
         async with self._lock:
