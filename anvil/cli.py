@@ -10,7 +10,6 @@ import sys
 # Not `typing.TYPE_CHECKING`: importing typing alone costs ~2 ms, a tenth of Python's own start-up.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
     from pathlib import Path
     from typing import Any
 
@@ -19,132 +18,52 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 
-HELP_EPILOG = """\
-commands:
-  anvil [PROMPT]        the full-screen app (--plain: a line interface);
-                        PROMPT is the first message
-  anvil -p PROMPT       one headless run: the answer on stdout
-  anvil -p --task FILE  run a Markdown task file (exit 4: blocked on a question)
-  anvil tasks           this project's tasks; anvil answer TASK TEXT resumes one
-  anvil eval SUITE...   measure anvil on a suite of tasks (see the README)
-  anvil sessions        this project's sessions; --prune removes old ones
-  anvil trust [PATH]    trust a folder's .anvil/ settings; --list, --forget
-  anvil acp             serve an editor over the Agent Client Protocol
-  anvil -V, --version   print the version
-
-model and keys:
-  default model: {model}
-  (--model, ANVIL_MODEL or `model` in config change it; /model in a session)
-  the provider's key, as litellm names it: ANTHROPIC_API_KEY, OPENAI_API_KEY,
-  GEMINI_API_KEY, ...; none for --api-base or --model scripted.
-  ANVIL_API_KEY is sent to whichever provider the model uses.
-  ANVIL_<SETTING> sets a plain setting (ANVIL_MODEL, ANVIL_MAX_ITERATIONS, ...);
-  BRAVE_API_KEY or TAVILY_API_KEY turn on web_search.
-
-configuration, lowest priority first:
-  ~/.config/anvil/config.toml     yours, every project ($XDG_CONFIG_HOME/anvil)
-  .anvil/config.toml              the project's, at its root: the git root, or
-                                  the nearest folder up holding .anvil/
-  ANVIL_* variables, then these flags
-  sessions, logs, history:        ~/.local/share/anvil/ ($XDG_DATA_HOME/anvil)
-
-exit codes:
-  0 done, 1 error (provider, config, session, max iterations), 2 bad usage,
-  4 a task run blocked on a question, 130 interrupted
-"""
-
-
-def build_parser() -> argparse.ArgumentParser:
-    import argparse
-
-    from anvil import DEFAULT_MODEL
-
-    parser = argparse.ArgumentParser(
-        prog="anvil", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="A terminal coding assistant: a model reads, edits, searches and runs your code\n"
-                    "through tools.",
-        epilog=HELP_EPILOG.format(model=DEFAULT_MODEL),
-    )
-    parser.add_argument("first_prompt", nargs="?", metavar="PROMPT",
-                        help="the first message of an interactive session (with -p: the prompt to run)")
-    parser.add_argument("-V", "--version", action="store_true", help="print the version and exit")
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
-                        help="run one prompt headless and print the result ('-' reads it from stdin)")
-    parser.add_argument("--model", help="any litellm model string (default: see below), e.g. openai/<name> with "
-                                        "--api-base, or 'scripted' for the demo model")
-    parser.add_argument("--api-base", help="base URL of an OpenAI-compatible server (llama.cpp, vLLM, Ollama)")
-    parser.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
-                        help="headless output: the answer (text), one JSON result (json), or one event "
-                             "per line then the result (stream-json)")
-    parser.add_argument("--input-format", choices=["text", "stream-json"], default="text",
-                        help="headless input: the prompt (text), or one user message a line on stdin, each a "
-                             "turn (stream-json, with --output-format stream-json)")
-    parser.add_argument("--auto-approve", action="store_true", default=None,
-                        help="run every tool without asking, except the hard-deny list (trusted repos only)")
-    parser.add_argument("--trust", action="store_true",
-                        help="apply this folder's .anvil/ settings that run commands or send data (hooks, MCP "
-                             "servers, api_base, allow rules, ...) for this run, without asking")
-    parser.add_argument("--max-iterations", type=int, metavar="N", help="model calls allowed per turn "
-                        "(default 50)")
-    parser.add_argument("--mode", choices=["ask", "accept_edits", "auto", "plan"],
-                        help="approval mode to start in; plan: read and plan only, then propose the plan")
-    parser.add_argument("--theme", metavar="NAME", help="TUI theme: anvil-dark, anvil-light, anvil-high-contrast "
-                                                       "or one of yours in ~/.config/anvil/themes/")
-    parser.add_argument("--demo", action="store_true",
-                        help="replay a scripted session on a temporary copy of a demo project (no key, no "
-                             "network), in the app; with -p, headless")
-    parser.add_argument("--plain", action="store_true",
-                        help="a line interface instead of the full-screen app; keeps your terminal's scrollback")
-    parser.add_argument("--workflow", metavar="NAME",
-                        help="work as a long job: 'phased' (strategic and tactical phases in turn). Its instructions "
-                             "are the prompt (-p), --instructions FILE, or your first message; --resume JOB goes on "
-                             "with a job")
-    parser.add_argument("--instructions", metavar="FILE", help="with --workflow: the job's instructions, from FILE")
-    parser.add_argument("--task", metavar="FILE", help="run a Markdown task file (YAML header: title, prd, verify, "
-                        "max_iterations, workflow) headless; exit 4 when it ends blocked on a question")
-    parser.add_argument("--answer", metavar="TEXT", help="answer the open question of a blocked task and resume it "
-                        "(with --task FILE, or -c for the newest session); `anvil answer TASK TEXT` is the same")
-    resume = parser.add_mutually_exclusive_group()
-    resume.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
-                        help="resume the newest session of this project (and the job it worked on)")
-    resume.add_argument("--resume", metavar="ID", help="resume the session with this id (`anvil sessions` "
-                                                       "lists them; with --workflow: the job)")
-    return parser
+#: ``anvil NAME ...``: commands of their own, each in a module imported only when it runs
+SUBCOMMANDS = {"sessions": ("anvil.cli_sessions", "sessions_command"), "acp": ("anvil.acp.server", "main"),
+               "trust": ("anvil.frontend.trust", "trust_command"), "tasks": ("anvil.frontend.tasks", "tasks_command"),
+               "eval": ("anvil.eval.cli", "main")}
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # a reader that went away is found here, not in a traceback at exit
+        return code
+    except BrokenPipeError:
+        # `anvil sessions | head`: the reader has what it wanted; stop writing, quietly (Python's own recipe).
+        _quiet_stdout()
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the buffered rest is dropped at exit instead of raising again."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no stdout to quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _main(argv: list[str] | None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list == ["--version"] or args_list == ["-V"]:
         from anvil import __version__
 
         print(f"anvil {__version__}")
         return 0
-    if args_list[:1] == ["sessions"]:
-        from anvil.cli_sessions import sessions_command
-
-        return sessions_command(args_list[1:])
-    if args_list[:1] == ["acp"]:
-        from anvil.acp.server import main as acp_main
-
-        return acp_main(args_list[1:])
-    if args_list[:1] == ["trust"]:
-        from anvil.frontend.trust import trust_command
-
-        return trust_command(args_list[1:])
-    if args_list[:1] == ["tasks"]:
-        from anvil.frontend.tasks import tasks_command
-
-        return tasks_command(args_list[1:])
-    if args_list[:1] == ["eval"]:
-        from anvil.eval.cli import main as eval_main
-
-        return eval_main(args_list[1:])
+    if args_list[:1] and args_list[0] in SUBCOMMANDS:
+        module, function = SUBCOMMANDS[args_list[0]]
+        command: Any = getattr(__import__(module, fromlist=[function]), function)  # imported only when used
+        return int(command(args_list[1:]))
     if args_list[:1] == ["answer"]:
         if len(args_list) < 3 or args_list[1].startswith("-") or args_list[2].startswith("-"):
             print('usage: anvil answer TASK "ANSWER" [--model M] [--output-format F] ...: answers the open question '
                   "of a blocked task and resumes its run", file=sys.stderr)
             return EXIT_USAGE
         args_list = ["-p", "--task", args_list[1], "--answer", args_list[2], *args_list[3:]]
+    from anvil.cli_args import build_parser
+
     parser = build_parser()
     args = parser.parse_args(args_list)  # exits 2 with a usage message on bad flags
     if args.version:
@@ -157,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     problem = _job_problem(args)
     if problem:
         parser.error(problem)
+    if args.clear_halt:
+        from anvil.frontend.jobs import clear_halt_command
+
+        return clear_halt_command(_project_root(), _flags(args), args.workflow, args.resume, _trust(args))
     if args.first_prompt is not None and args.prompt is not None:
         if args.prompt:
             parser.error("give the prompt once: after -p, or as PROMPT")
@@ -170,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     return _headless(args)
 
 
+#: ``anvil NAME ARGS``: each subcommand's module and function, imported only when it runs
 def _plain(args: Any) -> int:
     """`anvil --plain`: the prompt_toolkit line REPL (anvil/plain/)."""
     from anvil.plain.launch import launch
@@ -191,6 +115,10 @@ def _job_problem(args: Any) -> str | None:
         return "--instructions starts a new job, --resume JOB goes on with one: give one of them"
     if args.workflow and args.input_format == "stream-json":
         return "--workflow takes its instructions from -p or --instructions, not from --input-format stream-json"
+    if args.clear_halt and not args.workflow:
+        return "--clear-halt goes with --workflow NAME (the workflow whose job halted)"
+    if args.clear_halt and (args.prompt is not None or args.first_prompt or args.continue_latest or args.instructions):
+        return "--clear-halt only clears the halt and exits: leave out the prompt, -c and --instructions"
     return None
 
 
@@ -255,8 +183,7 @@ def _headless(args: Any, model: Any = None) -> int:
         prompt: str | None = args.prompt or None
     else:
         prompt = _read_prompt(args.prompt or "")
-        if (prompt is None or not prompt.strip()) and not (job and (job.instructions or job.resume)) \
-                and args.task is None and args.answer is None:
+        if (prompt is None or not prompt.strip()) and _needs_prompt(args, job):
             print("anvil: the prompt is empty. Give it after -p, or pipe it in with -p -.", file=sys.stderr)
             return EXIT_USAGE
     task = None
@@ -278,15 +205,23 @@ def _headless(args: Any, model: Any = None) -> int:
                                         job=job, task=task))
     except BrokenPipeError:
         # The reader went away (`anvil -p ... | head`): not an error worth a traceback.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
     except (ConfigError, SessionError, ModelError, JobError, TaskStateError) as exc:
         print(f"anvil: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _needs_prompt(args: Any, job: JobLaunch | None) -> bool:
+    """A headless run needs a prompt, unless a task, a job's instructions or a job that needs none (TDD) gives the
+    work, or it goes on with a job."""
+    from anvil.frontend.jobs import needs_instructions
+
+    if args.task is not None or args.answer is not None:
+        return False
+    return not (job and (job.instructions or job.resume or not needs_instructions(job.workflow)))
 
 
 def _task_launch(args: Any, prompt: str) -> Any:
@@ -360,6 +295,11 @@ def _tui(args: Any) -> int:
             from anvil.tui.demo import remove_demo_project
 
             remove_demo_project(demo_root)
+    if app.exit_signal is not None:  # SIGTERM, SIGHUP: the app closed; the process ends now (anvil/tui/exiting.py)
+        from anvil.tui.exiting import end_after_signal
+
+        end_after_signal(app, app.exit_signal)
+    app.stop_watching_signals()
     if app.farewell and demo_root is None:  # the demo's session went with its temporary directory
         print(app.farewell)
     if app.return_code not in (None, 0):

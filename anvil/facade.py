@@ -141,6 +141,17 @@ class SessionFacade:
     async def close(self, reason: str = "exit") -> None:
         await self._runtime.close(reason)
 
+    def close_now(self) -> None:
+        """Ending at once (a signal; :meth:`close` was too slow): commands killed, records written, nothing awaited."""
+        from anvil.core.tools.shell.processes import ShellSession
+
+        shell = self._agent.ctx.state.get("shell")
+        if isinstance(shell, ShellSession):
+            shell.kill_all_now()
+        self._runtime.session.close()
+        if self._runtime.undo is not None:
+            self._runtime.undo.store.close()
+
     def use_editor(self, *, read_text: Callable[[Path], Awaitable[str | None]] | None = None,
                    terminal: EditorTerminal | None = None) -> None:
         """Let the tools see files as the person's editor has them (unsaved changes) and run foreground commands
@@ -187,6 +198,19 @@ class SessionFacade:
         """End the attached job (between turns); the session goes on as a plain conversation."""
         return self._agent.stop_workflow(reason)
 
+    def clear_job_halt(self) -> str:
+        """The person put right what halted the attached job: what changed. Raises JobError saying what is still in
+        the way (or that there is no job, or nothing to clear)."""
+        from anvil.core.workflows.base import JobError
+
+        workflow = self._agent.workflow
+        if workflow is None:
+            raise JobError("This session has no job. `anvil --workflow tdd --clear-halt` clears the halt of the "
+                           "project's newest TDD job.")
+        message = workflow.clear_halt()
+        self._agent.offered.refresh()
+        return message
+
     def jobs(self) -> list[str]:
         """This project's job ids, newest first (empty when the jobs directory is not usable)."""
         from anvil.core.workflows.base import JobError
@@ -212,6 +236,12 @@ class SessionFacade:
         or None when no checks ran."""
         record = self._agent.verification
         return record.to_dict() if record.ran else None
+
+    @property
+    def can_continue(self) -> bool:
+        """The last reply was cut short by a dropped connection (this run or before a resume): the model can go
+        on with it (``/continue``, or Enter on an empty prompt)."""
+        return self._agent.history.cut_by_dropped_connection()
 
     def steer(self, text: str) -> None:
         """A message typed while a turn runs: the model sees it before its next call."""

@@ -36,17 +36,21 @@ from anvil.core.events import (
     ErrorEvent,
     Event,
     IntentPreview,
-    JobFinished,
     Notice,
-    PhaseEnded,
-    PhaseStarted,
     PlanProposed,
     Retrying,
     TextDelta,
     ToolCallStarted,
-    TransitionRejected,
     TurnEnded,
     headless_denial,
+)
+from anvil.core.job_events import (
+    GitOperation,
+    JobFinished,
+    JobStateChanged,
+    PhaseEnded,
+    PhaseStarted,
+    TransitionRejected,
 )
 from anvil.core.masking import SecretMasker
 from anvil.core.model.errors import ModelError
@@ -54,14 +58,19 @@ from anvil.core.workflows.base import JobError
 from anvil.facade import SessionFacade
 from anvil.frontend.jobs import JobLaunch
 from anvil.frontend.lines import describe, short
-from anvil.frontend.prompt import prepare_prompt, prompt_turn
+from anvil.frontend.prompt import CONTINUE_HEADLESS, prepare_prompt, prompt_turn
 from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_BLOCKED, EXIT_INTERRUPTED = 0, 1, 2, 4, 130
-EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED}
+#: a workflow's job stopped for the person (an escalation to answer, a HALTED job to put right): stdout says why
+EXIT_NEEDS_PERSON = 3
+#: the connection to the provider dropped mid-reply: the text so far is in the session, `anvil -c` goes on
+#: (sysexits' EX_TEMPFAIL: a passing failure, worth trying again)
+EXIT_DROPPED = 75
+EXIT_CODES = {"done": EXIT_OK, "interrupted": EXIT_INTERRUPTED, "blocked": EXIT_BLOCKED, "dropped": EXIT_DROPPED}
 #: the events told on stderr, per output format (stream-json has them all on stdout already)
-JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished)
+JOB_EVENTS = (PhaseStarted, PhaseEnded, TransitionRejected, JobFinished, JobStateChanged, GitOperation)
 STDERR_EVENTS: dict[str, tuple[type[Event], ...]] = {
     "text": (ErrorEvent, Notice, Retrying, IntentPreview, *JOB_EVENTS), "json": (ErrorEvent, Retrying),
     "stream-json": (ErrorEvent,)}
@@ -86,12 +95,17 @@ class _Run:
     denials: list[dict[str, Any]] = field(default_factory=list)
     job: PhaseStarted | None = None  # the workflow job the run worked on (its last phase)
     finished: JobFinished | None = None  # how that job ended, when it did
+    waiting: JobStateChanged | None = None  # the job stopped for the person (halted, escalated)
+    state: str = ""  # the job's state, when its workflow has states (the TDD job's)
 
     @property
     def result(self) -> str:
-        """What the run answered: a completed job's summary, a proposed plan, or the last reply."""
+        """What the run answered: a completed job's summary, what a job that waits for the person says (the model's
+        report, why it halted), a proposed plan, or the last reply."""
         if self.finished is not None and self.finished.status == "complete":
             return self.finished.summary
+        if self.waiting is not None:
+            return self.waiting.detail
         if self.ended is not None and self.ended.reason == "blocked":  # the question is what the run leaves
             return self.ended.message
         return self.plan if self.plan is not None else self.answer
@@ -124,7 +138,8 @@ class _Output:
         if self.format == "stream-json":
             self._json(event.to_dict())
             self.out.flush()
-        line = describe(event) if isinstance(event, STDERR_EVENTS[self.format]) else None
+        told = isinstance(event, STDERR_EVENTS[self.format]) and not getattr(event, "waiting", "")  # stdout has it
+        line = describe(event) if told else None
         if isinstance(event, IntentPreview) and line is not None:  # text mode shows no other text of the model's
             self.complain(f"plan (the model's intent preview; not enforced):\n{event.outline}")
         elif line is not None:
@@ -148,6 +163,11 @@ class _Output:
         assert ended is not None, "a turn always ends with turn_ended"
         if ended.reason in {"max_iterations", "stuck"}:
             self.complain(ended.message)
+        if ended.reason == "dropped":  # the text so far is the answer; how to go on, in -p's terms
+            run.answer = run.answer + run.partial if run.continued else run.partial
+            line = describe(ended, go_on=CONTINUE_HEADLESS)
+            if line is not None:
+                self.complain(line.text)
         if ended.reason == "interrupted" and run.partial:
             run.answer += run.partial  # what streamed before the interrupt is the answer there is
         if ended.reason == "interrupted" and self.format == "text":
@@ -164,6 +184,8 @@ class _Output:
         if task is not None and task["status"] == "failed":  # verification still failing counts as an error
             return EXIT_ERROR
         code = EXIT_CODES.get(ended.reason, EXIT_ERROR)
+        if run.waiting is not None and code == EXIT_OK:
+            return EXIT_NEEDS_PERSON
         job_unfinished = run.job is not None and (run.finished is None or run.finished.status != "complete")
         return EXIT_ERROR if code == EXIT_OK and job_unfinished else code  # a job that stopped short is no success
 
@@ -318,6 +340,9 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output,
                 run.job = event
             case JobFinished():
                 run.finished = event
+            case JobStateChanged(new=new, waiting=waiting):
+                run.state = new
+                run.waiting = event if waiting else run.waiting
             case TurnEnded():
                 run.ended = event
     return run
@@ -380,10 +405,12 @@ def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None
         result.update(plan=run.plan, stop_reason="plan")
     if run.job is not None:
         job = run.job
+        status = run.finished.status if run.finished else run.waiting.waiting if run.waiting else "paused"
         result["job"] = {"workflow": job.workflow, "job_id": job.job_id, "job_dir": job.job_dir, "phase": job.phase,
-                         "kind": job.kind, "status": run.finished.status if run.finished else "paused",
+                         "kind": run.state or job.kind, "status": status,
                          "summary": run.finished.summary if run.finished else ""}
     return result
 
 
-__all__ = ["EXIT_BLOCKED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "ModelError", "run_headless"]
+__all__ = ["EXIT_BLOCKED", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NEEDS_PERSON", "EXIT_OK", "EXIT_USAGE",
+           "ModelError", "run_headless"]

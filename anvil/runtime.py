@@ -30,7 +30,7 @@ from anvil.core.loop.autofix import DEFAULT_FIXERS
 from anvil.core.masking import SecretMasker, is_secret_name, secrets_from_environment
 from anvil.core.mcp.manager import McpManager
 from anvil.core.model.errors import RetryPolicy
-from anvil.core.model.litellm_model import LiteLLMModel
+from anvil.core.model.litellm_model import LiteLLMModel, settle_model_calls
 from anvil.core.model.protocol import Model, Reasoning
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.policy.approval import ApprovalPolicy
@@ -51,11 +51,9 @@ from anvil.core.tools.edit.styles import offer_edit_tools
 from anvil.core.tools.files.leftovers import clean_leftovers
 from anvil.core.tools.interaction import attach_policy
 from anvil.core.tools.web.web_tools import web_tools
-from anvil.core.workflows.base import JobError, Workflow
+from anvil.core.workflows.base import JobError, SubagentRunner, Workflow
 from anvil.core.workflows.jobfiles import new_job_id
 from anvil.core.workflows.jobs import WORKFLOWS, job_directory, jobs_root
-from anvil.core.workflows.phased.logic import Limits
-from anvil.core.workflows.phased.workflow import PhasedSettings
 from anvil.trust import configured_commands, ignored_notice
 
 
@@ -75,6 +73,8 @@ class Runtime:
     notify: Callable[[str], Any] = field(default=lambda message: None)
     #: the secret values masked in what anvil writes (headless output among it)
     secrets: SecretMasker = field(default_factory=SecretMasker)
+    #: how workflows run a sub-agent (the TDD workflow's code review)
+    subagents: SubagentRunner | None = None
     _closed: bool = False
 
     async def start(self, *, wait_for_mcp: float | None = None) -> list[str]:
@@ -110,13 +110,15 @@ class Runtime:
         kind = WORKFLOWS.get(name)
         if kind is None:
             raise JobError(f"There is no workflow called {name!r}; the workflows are: {', '.join(WORKFLOWS)}.")
-        if not instructions.strip():
+        if kind.needs_instructions and not instructions.strip():
             raise JobError("A job needs instructions: say what the job is for (or give --instructions FILE).")
         if self.agent.workflow is not None:
             raise JobError(f"This session works on job {self.agent.workflow.job_id} already: /workflow stop ends it, "
                            "or start the new job in a new session.")
         directory = job_directory(self.jobs_dir(), new_job_id())
         workflow = kind.start(self.root, directory, instructions, workflow_settings(self.settings, name))
+        if self.subagents is not None:
+            workflow.use_subagents(self.subagents)
         self.agent.attach_workflow(workflow)
         return workflow
 
@@ -139,6 +141,7 @@ class Runtime:
             return
         self._closed = True
         try:
+            await settle_model_calls()  # model calls an interrupt left behind, before the loop ends them
             if self.hooks is not None:
                 await self.hooks.session_end(reason)
             if self.mcp is not None:
@@ -150,6 +153,8 @@ class Runtime:
             if self.undo is not None:
                 self.undo.store.close()
                 told += self.undo.store.take_notices()
+            for trouble in self.agent.ctx.troubles:  # the command logs
+                told += trouble.take()
             for message in told:
                 self.notify(message)
 
@@ -280,11 +285,12 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
                   autofix=fixers(settings.autofix))
     agent_types, type_warnings = _agent_types(settings, root, trusted)
     warnings.extend(type_warnings)
-    tools.add(TaskTool(lambda: agent.model, tools, policy, types=agent_types,
-                       max_iterations=settings.subagent_max_iterations,
-                       compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage)))
+    task_tool = TaskTool(lambda: agent.model, tools, policy, types=agent_types,
+                         max_iterations=settings.subagent_max_iterations,
+                         compact_threshold=settings.compact_threshold, on_usage=lambda usage: _add_usage(agent, usage))
+    tools.add(task_tool)
     runtime = Runtime(settings, root, agent, session, store, warnings, state, hooks,
-                      undo=UndoManager(checkpoints, root), secrets=masker)
+                      undo=UndoManager(checkpoints, root), secrets=masker, subagents=task_tool.run_agent)
     if settings.mcp_servers:
         runtime.mcp = McpManager(settings.mcp_servers, root, log_dir=data_dir() / "mcp",
                                  on_message=lambda message: runtime.notify(message),
@@ -298,6 +304,7 @@ def open_runtime(settings: Settings, root: Path, *, resume: str | None = None, c
     if job is None and state is not None and state.workflow:
         job = _session_job(settings, root, state.workflow, warnings)
     if job is not None:
+        job.use_subagents(task_tool.run_agent)
         agent.attach_workflow(job)
     return runtime
 
@@ -308,16 +315,9 @@ def jobs_dir(settings: Settings, root: Path) -> Path:
 
 def workflow_settings(settings: Settings, name: str) -> Any:
     """Workflow ``name``'s settings (``[workflows.NAME]``) as the plain values the core takes."""
-    return {"phased": _phased_settings}[name](settings)
-
-
-def _phased_settings(settings: Settings) -> PhasedSettings:
-    phased = settings.workflows.phased
-    return PhasedSettings(
-        tuple(phased.strategic_tools) if phased.strategic_tools is not None else None,
-        tuple(phased.tactical_tools) if phased.tactical_tools is not None else None,
-        Limits(phased.min_todos, phased.max_todos, phased.max_phases or None, phased.max_iterations or None,
-               phased.max_cost or None))
+    workflows = settings.workflows
+    return workflows.phased.plain() if name == "phased" else workflows.tdd.plain(settings.verify,
+                                                                                 settings.verify_timeout)
 
 
 def open_job(settings: Settings, root: Path, name: str, job_id: str) -> Workflow:
@@ -403,8 +403,6 @@ def secret_masker(settings: Settings, environ: dict[str, str] | None = None) -> 
                       if value.split() and (key.lower() in {"authorization", "x-api-key", "api-key"}
                                             or is_secret_name(key)))
     return masker
-
-
 
 
 def _add_usage(agent: Agent, usage: dict[str, Any]) -> None:

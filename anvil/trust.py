@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from anvil.core.policy.script_refs import referenced_files
+from anvil.core.private_files import private_dir
 
 Split = Callable[[Any], tuple[Any, Any]]
 
@@ -59,6 +60,30 @@ def _writing_agents(value: Any) -> tuple[Any, Any]:
 
 def _read_only(agent: Any) -> bool:
     return isinstance(agent, dict) and agent.get("read_only") is True
+
+
+_TDD_COMMANDS = ("preflight", "review_command")
+
+
+def _workflow_commands(value: Any) -> tuple[Any, Any]:
+    """``[workflows]``: the TDD workflow's ``preflight`` and ``review_command`` run commands; the rest is harmless."""
+    if not isinstance(value, dict) or not isinstance(value.get("tdd"), dict):
+        return value, None
+    tdd = value["tdd"]
+    risky = {key: tdd[key] for key in _TDD_COMMANDS if key in tdd}
+    if not risky:
+        return value, None
+    harmless = {**value, "tdd": {k: v for k, v in tdd.items() if k not in risky}}
+    return harmless, {"tdd": risky}
+
+
+def _workflow_lines(value: dict[str, Any]) -> list[str]:
+    tdd = value["tdd"]
+    preflight = tdd.get("preflight") if isinstance(tdd.get("preflight"), list) else []
+    lines = [f"the TDD workflow's preflight runs {_code(c)}" for c in preflight]
+    if tdd.get("review_command"):
+        lines.append(f"the TDD workflow's review runs {_code(tdd['review_command'])}")
+    return lines
 
 
 #: ``[sandbox]`` values that only confine more; any other key or value loosens it, or may.
@@ -121,6 +146,7 @@ RISKY_SETTINGS: tuple[RiskySetting, ...] = (
     RiskySetting("test_command", lambda v: [f"run_tests runs {_code(v)}"]),
     RiskySetting("autofix", lambda v: [f"when verification fails, runs {_code(c)} on {kind} files" for kind, cs in
                                        v.items() for c in cs], _risky_if(lambda v: isinstance(v, dict))),
+    RiskySetting("workflows", _workflow_lines, _workflow_commands),
     RiskySetting("mcp_servers", _mcp_servers),
     RiskySetting("api_base", lambda v: [f"model requests, with your API key, go to {v}"]),
     RiskySetting("auto_approve", lambda v: ["every tool call runs without asking"],
@@ -260,7 +286,7 @@ class TrustStore:
         return True
 
     def _write(self, folders: dict[str, dict[str, Any]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)  # 0700 to the top: `anvil trust` may be the first thing run
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with contextlib.suppress(OSError):

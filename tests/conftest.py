@@ -81,7 +81,8 @@ def anvil_command(*args: str) -> list[str]:
 #: Modules whose tests drive real terminals (tmux) or whole anvil processes, end to end: marked ``slow``, so
 #: ``pytest -m "not slow"`` is the quick pass while working. The plain ``pytest`` (and CI) runs everything.
 SLOW_MODULES = (
-    "tests/tui/test_tmux_e2e.py", "tests/plain/test_plain_tmux.py", "tests/test_tools_e2e.py",
+    "tests/tui/test_tmux_e2e.py", "tests/tui/test_signal_exit_tmux.py", "tests/plain/test_plain_tmux.py",
+    "tests/test_tools_e2e.py",
     "tests/test_patch_e2e.py", "tests/test_policy_attacks_e2e.py", "tests/test_claude_hooks_e2e.py",
     "tests/test_headless.py", "tests/test_headless_new_user.py", "tests/test_headless_stream_input.py",
     "tests/test_trust_headless.py", "tests/test_sandbox_headless.py", "tests/test_mcp_headless.py",

@@ -86,3 +86,24 @@ async def test_without_mcp_servers(project: Path) -> None:
     assert session.mcp_status() == [] and not session.mcp_configured
     assert await session.attach_resources("read @docs:readme") == ("read @docs:readme", [])
     await session.close()
+
+
+async def test_closing_at_once_kills_what_commands_left_running_and_closes_the_session_file(project: Path) -> None:
+    # What the app's signal backstop calls from its own thread when the orderly close ran out of time.
+    import time
+
+    from anvil.core.sandbox.lifetime import tagged_pids
+    from anvil.core.session.store import read_session
+    from anvil.core.tools.shell.processes import shell_session
+
+    job = {"name": "run_command", "arguments": {"command": "sleep 30", "background": True}}
+    session = facade(project, [{"text": "", "tool_calls": [job]}, {"text": "Started."}], auto_approve=True)
+    [event async for event in session.submit("start it")]
+    tags = shell_session(session.runtime.agent.ctx).tags
+    assert tagged_pids(tags)  # the background command runs on until the session closes
+    session.close_now()
+    deadline = time.monotonic() + 3
+    while tagged_pids(tags) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not tagged_pids(tags)
+    assert read_session(session.runtime.session.path).turns == 1 and session.runtime.session._fd is None

@@ -215,6 +215,23 @@ def test_sessions_listing(project: Path, server: ScriptedOpenAIServer) -> None:
     assert sys.executable  # the CLI ran under this interpreter
 
 
+def test_a_listing_piped_into_head_ends_quietly(project: Path, isolated_env: Path) -> None:
+    """`anvil sessions | head`: the reader leaves after a line; no BrokenPipeError traceback, for any listing."""
+    assert run_anvil(project, None, "-p", "hi", "--model", "scripted").returncode == 0
+    first = next((isolated_env / "data" / "anvil" / "sessions").rglob("*.jsonl"))
+    for i in range(1500):  # over 64 KiB of listing: more than a pipe holds, so the writer meets the closed end
+        (first.parent / f"{first.stem}-{i:04d}.jsonl").write_bytes(first.read_bytes())
+    for args in (("sessions",), ("sessions", "--prune", "--keep", "0", "--dry-run")):
+        listing = subprocess.Popen(anvil_command(*args), cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        assert listing.stdout is not None and listing.stderr is not None
+        assert listing.stdout.readline().strip()  # what `head -1` reads, and then it goes
+        listing.stdout.close()
+        err = listing.stderr.read()
+        assert listing.wait(timeout=60) == 1
+        assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
 def test_unknown_model_is_one_clear_message(project: Path) -> None:
     result = run_anvil(project, None, "-p", "hi", "--model", "no-such-model-xyz")
     assert result.returncode == 1 and "Traceback" not in result.stderr
@@ -240,3 +257,23 @@ def test_a_call_that_needs_approval_is_denied_with_the_one_headless_text(project
     [denial] = events[-1]["permission_denials"]  # the result lists it, in Claude Code's words
     assert denial == {"tool_name": "run_command", "tool_use_id": answered["call_id"],
                       "tool_input": {"command": "touch x"}, "by": "headless"}
+
+
+def test_a_connection_dropped_mid_reply_keeps_the_text_and_anvil_c_goes_on(project: Path,
+                                                                            server: ScriptedOpenAIServer) -> None:
+    server.add({"text": "The first half of the answer, and then the second half.", "drop_after": 4,
+                "chunk_chars": 10})
+    cut = run_anvil(project, server, "-p", "explain")
+    assert cut.returncode == 75, cut.stderr  # EX_TEMPFAIL: a passing failure; it was exit 1, "overloaded"
+    assert cut.stdout == "The first half of the answer, \n"  # what was shown (3 chunks) is the answer so far
+    lines = cut.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in cut.stderr
+    assert "dropped in the middle of its reply; the text so far is kept. Go on with: anvil -c -p continue" in lines[0]
+    server.add({"text": " and the second half."})
+    resumed = run_anvil(project, server, "-c", "-p", "continue", "--output-format", "json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["result"] == " and the second half."
+    sent = server.requests[-1]["messages"]
+    assert sent[-2] == {"role": "assistant",
+                        "content": "The first half of the answer, \n\n[the connection to the provider dropped here]"}
+    assert sent[-1] == {"role": "user", "content": "continue"}

@@ -13,15 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prompt_toolkit.input import DummyInput
+from prompt_toolkit.output import DummyOutput
 
 from anvil.config import Settings, data_dir
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.session.store import read_session
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.headless import run_headless
+from anvil.plain.repl import PlainRepl
 from anvil.runtime import open_runtime
+from anvil.tui.prompt_input import History as TuiHistory
 from tests.conftest import anvil_command
 from tests.support.full_disk import FullDisk, tmpfs_available, tmpfs_shell
+from tests.support.mcp_servers import demo_config
 from tests.support.openai_server import ScriptedOpenAIServer
 
 LONG_NAME = "a" * 300 + ".txt"
@@ -92,7 +97,8 @@ def test_a_full_data_directory_mid_turn_is_said_once_and_nothing_is_lost(
         project: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     disk = FullDisk(data_dir(), monkeypatch)
     turns = [call("fill"), call("write_file", path="notes.txt", content="kept\n"),
-             call("run_command", command="echo while the disk is full"), call("free"), {"text": "all done"}]
+             call("run_command", command="echo while the disk is full"), call("free"),
+             call("run_command", command="echo space again"), {"text": "all done"}]
     code, events, runtime = headless(project, turns, tools=(SetDisk("fill", disk, True), SetDisk("free", disk, False)))
     assert code == 0 and disk.refused  # Session.append raised ENOSPC out of the turn before
     notices = [e["message"] for e in of_type(events, "notice")]
@@ -100,10 +106,15 @@ def test_a_full_data_directory_mid_turn_is_said_once_and_nothing_is_lost(
     assert len([n for n in notices if n.startswith(f"Could not write the session file {session_file}")]) == 1
     assert len([n for n in notices if n.startswith("Could not write the checkpoints")]) == 1
     assert len([n for n in notices if n.startswith("Writing the session file") and "works again" in n]) == 1
+    assert len([n for n in notices if n.startswith("Could not write the command logs")]) == 1, notices
+    assert len([n for n in notices if n.startswith("Writing the command logs") and "works again" in n]) == 1
     assert (project / "notes.txt").read_text() == "kept\n"
     state = read_session(runtime.session.path)  # every record reached the file once there was room
     tool_results = [m["content"] for m in state.messages if m["role"] == "tool"]
-    assert len(tool_results) == 4 and "while the disk is full" in tool_results[2]
+    assert len(tool_results) == 5 and "while the disk is full" in tool_results[2]
+    # the command's log, held while the disk was full, was written when the next command started
+    log = next(p for p in (data_dir() / "logs").rglob("*.log") if "while-the-disk" in p.name)
+    assert log.read_text() == "while the disk is full\n"
     assert state.messages[-1]["content"] == "all done" and state.warnings == []
     # Resumed, the checkpoint written late still undoes the write.
     runtime = open_runtime(Settings(model="scripted"), project, model=ScriptedModel([]), continue_latest=True)
@@ -200,12 +211,21 @@ def test_everything_anvil_writes_is_private_and_an_old_tree_is_narrowed(project:
         turns = [call("read_file", path=".env"), call("write_file", path=".env", content="API_TOKEN=changed12345\n"),
                  call("run_command", command="echo hello"), {"text": "done"}]
         code, _, _ = headless(project, turns)
+        # Resumed: the checkpoints exist now, so their expiry runs and leaves its mark; an MCP server's stderr log
+        again, _, _ = headless(project, [{"text": "again"}], resume=True, mcp_servers={"demo": demo_config()})
+        # the input histories of both front ends (after a start, which narrows what is directly in the data dir)
+        plain = PlainRepl(open_runtime(Settings(model="scripted"), project, interactive=True), input=DummyInput(),
+                          output=DummyOutput())
+        plain.prompt.history.append_string("a prompt with a secret in it")
+        TuiHistory().add("a prompt with a secret in it")
     finally:
         os.umask(old)
-    assert code == 0 and stat.S_IMODE((project / ".env").stat().st_mode) == 0o600
+    assert code == again == 0 and stat.S_IMODE((project / ".env").stat().st_mode) == 0o600
     root = isolated_env / "data" / "anvil"
     entries = [root, *root.rglob("*")]
     assert any(p.suffix == ".log" for p in entries) and any(len(p.name) == 64 for p in entries)  # a log, a blob
+    names = {p.name for p in entries}
+    assert {".last-expiry", "demo.log", "history", "plain_history"} <= names, sorted(names)
     for path in entries:
         expected = 0o700 if path.is_dir() else 0o600
         assert stat.S_IMODE(path.stat().st_mode) == expected, f"{path} is {oct(path.stat().st_mode)}"

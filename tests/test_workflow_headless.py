@@ -108,7 +108,7 @@ def test_workflow_flags_used_wrongly_are_one_line_each(project: Path) -> None:
         (["-p", "x", "--instructions", "job.md"], 2, "--instructions goes with --workflow NAME"),
         (["-p", "--workflow", "phased", "--instructions", "missing.md"], 2, "cannot read --instructions missing.md"),
         (["-p", "x", "--workflow", "phased", "-c"], 2, "-c resumes the newest session and the job it worked on"),
-        (["-p", "x", "--workflow", "nope"], 1, "There is no workflow called 'nope'; the workflows are: phased."),
+        (["-p", "x", "--workflow", "nope"], 1, "There is no workflow called 'nope'; the workflows are: phased, tdd."),
         (["-p", "--workflow", "phased", "--resume", "20990101-000000-abcd"], 1,
          "No job at .anvil/jobs/20990101-000000-abcd: the directory does not exist."),
         (["-p", "--workflow", "phased", "--resume", "../x"], 1, "'../x' is not a job id"),

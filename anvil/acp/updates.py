@@ -45,6 +45,7 @@ from anvil.core.events import (
 )
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.frontend.lines import describe
+from anvil.frontend.prompt import CONTINUE_MESSAGE
 
 Update = AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress | AgentPlanUpdate
 #: the tool kinds ACP knows; anvil's tools declare theirs in the same words
@@ -52,7 +53,7 @@ ACP_KINDS = frozenset({"read", "edit", "delete", "move", "search", "execute", "t
                        "other"})
 #: why a turn ended, as ACP's stop reasons (an error or a stuck loop is told in the text, then the turn ends)
 STOP_REASONS = {"done": "end_turn", "interrupted": "cancelled", "max_iterations": "max_turn_requests",
-                "stuck": "end_turn", "error": "end_turn"}
+                "stuck": "end_turn", "error": "end_turn", "dropped": "end_turn"}
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
@@ -113,7 +114,7 @@ class TurnUpdates:
 def said(event: Event) -> list[Update]:
     """The one-liner every front end shows for an event: progress (retries, compaction) as a thought, what the
     person must know (notices, errors, why a turn stopped) as a quoted line of the reply."""
-    line = describe(event)
+    line = describe(event, go_on=CONTINUE_MESSAGE)
     if line is None:
         return []
     if line.kind in {"retry", "compaction"}:

@@ -278,7 +278,9 @@ async def _checks(commands: list[str], root: Path, spec: RunSpec) -> list[Any]:
 
     places = Places(root, config_dir=user_config_dir(), data_dir=spec.run_dir / "data" / "anvil")
     env = run_environment(spec)
-    sandbox = Sandbox(SandboxSettings(mode="auto"), places, session_id=f"eval-{spec.run_id}"[:60], environ=env)
+    folders = tuple(p.parent for p in (spec.task.task_file, spec.task.files) if p is not None)
+    sandbox = Sandbox(SandboxSettings(mode="auto"), places, session_id=f"eval-{spec.run_id}"[:60], environ=env,
+                      shown=folders)  # a check may compare with the task's pristine files
     try:
         return await run_checks(commands, root, spec.task.timeout, sandbox, env)
     finally:

@@ -384,10 +384,20 @@ async def _exit(ctx: CommandContext, arg: str) -> Reply:
     return [Exit()]
 
 
+async def _continue(ctx: CommandContext, arg: str) -> Reply:
+    from anvil.frontend.prompt import continuation, prompt_turn
+
+    prompt = continuation(ctx.session)
+    if prompt is None:
+        return [Show("Nothing to continue: /continue goes on with a reply a dropped connection cut short.")]
+    return [RunEvents(prompt_turn(ctx.session, prompt))]
+
+
 COMMANDS = CommandSet([
     Command("help", "/help", "commands and keys", _help, needs_session=False),
     Command("clear", "/clear", "start a new conversation (the old session is kept)", _clear, idle_only=True),
     Command("compact", "/compact [focus]", "summarise the conversation to free context", _compact, idle_only=True),
+    Command("continue", "/continue", "go on with a reply a dropped connection cut short", _continue, idle_only=True),
     Command("model", "/model [name]", "show or switch the model", _model, idle_only=True),
     Command("mode", "/mode [name]", "show or set the approval mode (Shift+Tab cycles)", _mode),
     Command("todos", "/todos", "the model's todo list", _todos),

@@ -19,16 +19,21 @@ from anvil.core.events import (
     ErrorEvent,
     Event,
     IntentPreview,
-    JobFinished,
     Notice,
-    PhaseEnded,
-    PhaseStarted,
     Retrying,
     TodoItem,
     ToolProgress,
-    TransitionRejected,
     TurnEnded,
 )
+from anvil.core.job_events import (
+    GitOperation,
+    JobFinished,
+    JobStateChanged,
+    PhaseEnded,
+    PhaseStarted,
+    TransitionRejected,
+)
+from anvil.frontend.prompt import CONTINUE_KEYS
 
 #: how a line is shown: the TUI's entry colours, the plain REPL's glyphs ("phase": a workflow job's phases)
 LineKind = Literal["error", "retry", "compaction", "notice", "interrupted", "phase"]
@@ -42,8 +47,9 @@ class Line:
     text: str
 
 
-def describe(event: Event) -> Line | None:
-    """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest."""
+def describe(event: Event, *, go_on: str = CONTINUE_KEYS) -> Line | None:
+    """The one-line entry for errors, retries, compactions, notices and the end of a turn; None for the rest.
+    ``go_on``: how the person has the model go on after a dropped connection, in this front end's terms."""
     match event:
         case ErrorEvent(message=message):
             return Line("error", message)
@@ -60,8 +66,14 @@ def describe(event: Event) -> Line | None:
             return Line("notice", message)
         case PhaseStarted() | PhaseEnded() | TransitionRejected() | JobFinished():
             return job_line(event)
+        case JobStateChanged():
+            return state_line(event)
+        case GitOperation(command=command, ok=ok, output=output):
+            return git_line(command, ok, output)
         case TurnEnded(reason="interrupted"):
             return Line("interrupted", "Interrupted. The model keeps what it did so far; type to continue.")
+        case TurnEnded(reason="dropped", message=message):
+            return Line("error", f"{message} {go_on}")
         case TurnEnded(reason="max_iterations" | "stuck", message=message) if message:
             return Line("error", message)
         case TurnEnded(reason="blocked", message=message):
@@ -83,8 +95,38 @@ def job_line(event: PhaseStarted | PhaseEnded | TransitionRejected | JobFinished
         case TransitionRejected(phase=phase, reason=reason):
             return Line("notice", f"Phase {phase} cannot end yet: {reason}")
         case JobFinished(status="complete", job_id=job_id, phases=phases, summary=summary, job_dir=job_dir):
-            return Line("phase", f"Job {job_id} complete after {phases} phases ({job_dir}/): {short(summary, 300)}")
-    return Line("error", f"Job {event.job_id} stopped after {event.phases} phases: {event.summary}")
+            return Line("phase", f"Job {job_id} complete after {_count(phases, 'phase')} ({job_dir}/): "
+                                 f"{short(summary, 300)}")
+    return Line("error", f"Job {event.job_id} stopped after {_count(event.phases, 'phase')}: {event.summary}")
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
+
+
+def state_line(event: JobStateChanged) -> Line:
+    """A workflow job's state changed (the TDD job's states); when it stopped for the person, what they must read."""
+    if event.waiting == "halted":
+        return Line("error", event.detail or f"Job {event.job_id} is HALTED.")
+    if event.waiting == "escalated":
+        return Line("notice", f"The model asks for your help (job {event.job_id}, {event.new}). Its report:\n\n"
+                              f"{event.detail}\n\nYour next message is its guidance; the job goes on with it.")
+    return Line("phase", f"{event.old} → {event.new}" + (f": {short(event.detail, 200)}" if event.detail else ""))
+
+
+#: git commands that only look: a job runs many, and they say nothing the person needs
+_GIT_QUERIES = {"status", "rev-parse", "rev-list", "symbolic-ref", "show-ref", "diff", "ls-files"}
+
+
+def git_line(command: str, ok: bool, output: str) -> Line | None:
+    """A git command a workflow ran: the ones that change something, and any that failed to (None: a query)."""
+    words = command.split()
+    if len(words) > 1 and words[1] in _GIT_QUERIES:
+        return None
+    if ok:
+        return Line("notice", f"$ {command}")
+    first = output.strip().splitlines()[0] if output.strip() else "no output"
+    return Line("error", f"$ {command} failed: {short(first, 200)}")
 
 
 def phase_label(phase: int, kind: str) -> str:

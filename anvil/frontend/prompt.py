@@ -52,6 +52,23 @@ async def prompt_turn(session: SessionFacade, prompt: Prompt) -> AsyncIterator[E
         yield event
 
 
+#: what the model is sent to go on with a reply a dropped connection cut short
+CONTINUE_TEXT = ("The connection dropped in the middle of your last reply. Continue it from exactly where it "
+                 "stopped, without repeating what you already wrote.")
+#: how the person continues after a dropped connection, in the app and in --plain
+CONTINUE_KEYS = "Press Enter on an empty prompt (or type /continue) to have the model go on."
+#: the same, headless: the session is resumed with a prompt
+CONTINUE_HEADLESS = "Go on with: anvil -c -p continue"
+#: the same, in an editor (ACP): a message
+CONTINUE_MESSAGE = "Send \"continue\" to have the model go on."
+
+
+def continuation(session: SessionFacade) -> Prompt | None:
+    """What Enter on an empty prompt (or /continue) sends: the model goes on with a reply a dropped connection
+    cut short; None when the last reply was not cut."""
+    return Prompt("/continue", CONTINUE_TEXT) if session.can_continue else None
+
+
 def problem_notices(prompt: Prompt) -> list[Event]:
     """The problems of a prompt that is not sent as a turn of its own (a message typed during a turn)."""
     from anvil.core.events import Notice

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 from anvil.core.workflows.base import JobError
-from anvil.frontend.jobs import JobLaunch, waiting_text
+from anvil.frontend.jobs import JobLaunch, starts_at_once, waiting_text
 
 if TYPE_CHECKING:
     from anvil.core.events import Event
@@ -33,8 +33,8 @@ async def launch_job(host: JobHost) -> None:
     if launch.resume:  # the runtime attached the job: a turn with no guidance goes on with it
         host.job = None
         await host.run_events(host.session.submit(""))
-    elif launch.instructions:
-        await start_job(host, launch.workflow, launch.instructions)
+    elif starts_at_once(launch):
+        await start_job(host, launch.workflow, launch.instructions or "")
     else:
         host.say(f"ℹ {waiting_text(launch.workflow)}")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import time
 from collections.abc import AsyncIterator
@@ -47,6 +48,7 @@ from anvil.core.events import (
     UsageReport,
 )
 from anvil.core.loop.failure import report
+from anvil.core.private_files import open_private, private_dir
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.facade import SessionFacade
 from anvil.frontend.commands import COMMANDS, command_completions
@@ -99,7 +101,8 @@ class PlainRepl(TerminalWriter):
         self._todos: TodosChanged | None = None  # a new todo list, shown once the running call's line is done
         history = data_dir() / "plain_history"
         with contextlib.suppress(OSError):  # a read-only home must not stop the REPL; history is then lost
-            history.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(history.parent)  # prompt_toolkit appends to the file: created 0600 here, it stays so
+            os.close(open_private(history, os.O_WRONLY | os.O_APPEND))
         completer = PlainCompleter(runtime.root, lambda: command_completions(COMMANDS, self.session))
         self.prompt = PromptSession[str](
             history=FileHistory(str(history)), completer=ThreadedCompleter(completer), complete_while_typing=True,
@@ -166,6 +169,8 @@ class PlainRepl(TerminalWriter):
                 except KeyboardInterrupt:
                     continue
                 line = text.strip()
+                if not line and self.session.can_continue:  # after a dropped connection: one key goes on
+                    line = "/continue"
                 if not line:
                     continue
                 work = run_slash(self, line) if is_command(line) else self.send(line)

@@ -9,16 +9,13 @@ pushed from that worker.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
@@ -26,9 +23,9 @@ from textual.screen import ModalScreen
 from anvil.frontend.commands import command_completions
 from anvil.frontend.keys import CtrlC
 from anvil.frontend.prompt import is_command, prepare_prompt, problem_notices, prompt_turn
-from anvil.frontend.welcome import farewell_text
 from anvil.tui import warmup
 from anvil.tui.commands import CommandRunner
+from anvil.tui.exiting import Exiting
 from anvil.tui.jobs import job_to_resume, launch_job, waiting_job
 from anvil.tui.opening import restore_gauge, show_opening
 from anvil.tui.prompt_input import Composer, PromptInput
@@ -50,7 +47,7 @@ if TYPE_CHECKING:
 STARTUP_DELAY = 0.05
 
 
-class AnvilApp(App[int]):
+class AnvilApp(Exiting):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it too
     TITLE = "anvil"
     ENABLE_COMMAND_PALETTE = False
@@ -90,7 +87,7 @@ class AnvilApp(App[int]):
         self._wanted_theme = "anvil-dark"
         self.warm_up = warmup.WarmUp()
         # A given runtime with a scripted model needs no warm-up: its prompts are never held.
-        self.warm_up.holds_prompts = runtime is None or warmup.uses_litellm(runtime.agent.model)
+        self.warm_up.holds_prompts = self.session is None or warmup.uses_litellm(self.session.model)
         self.commands = CommandRunner(self, warmup.warm_model)
         self.model_loading = False  # /model is building and warming the new model: prompts wait for it
         self._waiting: list[str] = []  # prompts sent before the warm-up (or a /model switch) was over
@@ -98,7 +95,6 @@ class AnvilApp(App[int]):
         self._renderer: TurnRenderer | None = None
         self.ctrl_c = CtrlC()
         self._sidebar_forced: bool | None = None
-        self._exiting = False
 
     @property
     def runtime(self) -> Runtime | None:
@@ -142,10 +138,7 @@ class AnvilApp(App[int]):
         self.query_one("#todo-summary").display = False
         self.status.update_state(model=str(self.flags.get("model") or (self.settings.model if self.settings else "")))
         self.prompt.focus()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP):  # the same way out as /exit: background commands end too
-                loop.add_signal_handler(sig, self.action_exit_app)
+        self.watch_signals()  # SIGTERM and SIGHUP: the same way out as /exit, within 2 s (anvil/tui/exiting.py)
         # Start-up work (imports in a thread) competes for the GIL with drawing: let the first frame out first.
         self.call_after_refresh(self.set_timer, STARTUP_DELAY, self.start_up)
 
@@ -272,6 +265,10 @@ class AnvilApp(App[int]):
     @on(PromptInput.Submitted)
     async def on_prompt_submitted(self, message: PromptInput.Submitted) -> None:
         text = message.text
+        if not text:  # Enter on an empty prompt: goes on after a dropped connection, does nothing otherwise
+            if self.session is not None and not self.busy and self.session.can_continue:
+                await self.commands.run("/continue")
+            return
         self.warm_up.hurry()  # a prompt or a command: the person now waits on anvil, not the other way round
         try:
             if is_command(text):
@@ -379,14 +376,6 @@ class AnvilApp(App[int]):
 
         await open_search(self, self.transcript, self.query_one("#main"))
 
-    def action_exit_app(self) -> None:
-        if self._exiting:
-            return
-        self._exiting = True
-        if self.busy and self.session is not None:
-            self.session.interrupt()
-        self.run_worker(self._close_and_exit(), group="exit")
-
     async def _start_session(self, session: SessionFacade) -> None:
         """Session hooks and MCP servers, in the background; what fails there is told in the transcript."""
         from anvil.frontend.guard import guarded
@@ -396,15 +385,6 @@ class AnvilApp(App[int]):
                                 partial(self.add_line, "error"), session.data_dir)
         for notice in notices or []:
             self.add_line("notice", notice)
-
-    async def _close_and_exit(self) -> None:
-        if self.session is not None:
-            self.farewell = farewell_text(self.session.id, self.session.turns)
-            with contextlib.suppress(Exception):  # hooks, MCP servers, background commands; nothing may block
-                await asyncio.wait_for(self.session.close(), timeout=5)
-            with contextlib.suppress(Exception):
-                self.session.runtime.session.close()
-        self.exit(0)
 
     def add_line(self, kind: str, text: str) -> LineEntry:
         return self.transcript.add_line(kind, text)

@@ -274,6 +274,10 @@ class ApprovalScreen(ModalScreen[ApprovalDecision]):
     def action_deny(self) -> None:
         self._finish(ApprovalDecision(allow=False, by="user"))
 
+    def answer_interrupted(self) -> None:
+        """anvil is closing: the call does not run, and the interrupted turn ends."""
+        self._finish(ApprovalDecision(allow=False, by="interrupt"))
+
     def action_deny_with_message(self) -> None:
         self.step = "message"
 

@@ -34,7 +34,7 @@ def job_to_resume(launch: JobLaunch | None) -> tuple[str, str] | None:
 
 def launch_job(host: JobHost) -> None:
     """The session is ready: its job's phase in the status bar; then, once, what ``--workflow`` asked for."""
-    from anvil.frontend.jobs import waiting_text
+    from anvil.frontend.jobs import starts_at_once, waiting_text
     from anvil.frontend.lines import phase_label
 
     session = host.session
@@ -46,8 +46,8 @@ def launch_job(host: JobHost) -> None:
         return
     if launch.resume:  # the runtime attached the job: a turn with no guidance goes on with it
         host.start_agent(session.submit(""))
-    elif launch.instructions:
-        host.start_agent(job_stream(host, launch.workflow, launch.instructions))
+    elif starts_at_once(launch):
+        host.start_agent(job_stream(host, launch.workflow, launch.instructions or ""))
     else:
         host.job_waiting = launch.workflow
         host.add_line("notice", waiting_text(launch.workflow))

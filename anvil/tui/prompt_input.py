@@ -24,6 +24,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 from textual.widgets.text_area import Edit, EditResult, Selection
 
+from anvil.core.private_files import open_private, private_dir
 from anvil.frontend.mentions import list_project_files, match_files
 from anvil.tui.echo import EchoesAtOnce
 
@@ -61,8 +62,9 @@ class History:
         self.entries.append(text)
         self.cursor = len(self.entries)
         try:  # a read-only home must not stop anyone from sending a prompt
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
+            private_dir(self.path.parent)  # 0700/0600 like the rest of anvil's data: prompts can hold secrets
+            fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
                 f.write(json.dumps(text, ensure_ascii=False) + "\n")
         except OSError:
             pass
@@ -164,6 +166,7 @@ class PromptInput(EchoesAtOnce, TextArea):
     def _submit(self) -> None:
         text = self.text.strip()
         if not text:
+            self.post_message(self.Submitted(""))  # the app may have something for it (going on after a drop)
             return
         self.prompt_history.add(text)
         self.load_text("")

@@ -67,6 +67,10 @@ class QuestionScreen(ModalScreen[str]):
     def action_skip(self) -> None:
         self.dismiss("")
 
+    def answer_interrupted(self) -> None:
+        """anvil is closing: no answer (the interrupted turn ends)."""
+        self.dismiss("")
+
 
 class PlanScreen(ModalScreen[PlanDecision]):
     DEFAULT_CSS = f"PlanScreen {{{DIALOG_CSS}}}"
@@ -127,6 +131,10 @@ class PlanScreen(ModalScreen[PlanDecision]):
         self.query_one("#feedback").display = True
         self.query_one("#feedback").focus()
         self.query_one("#hint", Static).update("Enter sends the feedback · Esc back")
+
+    def answer_interrupted(self) -> None:
+        """anvil is closing: the plan is not approved (the interrupted turn ends)."""
+        self.dismiss(PlanDecision(False, feedback=""))
 
     def action_back(self) -> None:
         if self.editing:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from anvil.core import events as ev
+from anvil.core import job_events as jev
 from anvil.core.subagents.task_tool import SubagentEvent
 from anvil.frontend.lines import answered_text, decision_text, describe, phase_label, phase_started_text, progress_text
 from anvil.tui.approval import ApprovalScreen
@@ -101,13 +102,13 @@ class TurnRenderer:
                     tool.detail = text
             case ev.TodosChanged(todos=todos):
                 self.host.show_todos(todos)
-            case ev.PhaseStarted():  # a workflow job's new phase: a divider, the phase in the status bar
+            case jev.PhaseStarted():  # a workflow job's new phase: a divider, the phase in the status bar
                 await self.end_assistant()
                 label = phase_label(event.phase, event.kind)
                 self.host.transcript.add(PhaseDivider(label[:1].upper() + label[1:], phase_started_text(event)))
                 status.update_state(job=label)
                 self.host.show_todos(event.todos)
-            case ev.JobFinished():
+            case jev.JobFinished():
                 self.line(event)
                 status.update_state(job="")
                 self.host.show_todos(self.host.session.todos if self.host.session is not None else ())
@@ -167,6 +168,9 @@ class TurnRenderer:
                 self.host.status.update_state(phase="Compacting…")
             case ev.CompactionFinished(ok=True, tokens_after=after):
                 self.host.status.update_state(used=after)
+            case jev.JobStateChanged():  # the TDD job's states: the state in the status bar
+                job = self.host.session.job if self.host.session is not None else None
+                self.host.status.update_state(job=phase_label(job.phase, job.kind) if job is not None else "")
 
     def subagent(self, event: SubagentEvent) -> None:
         """A sub-agent's step, as a nested line under its task block (its usage is not the parent's)."""

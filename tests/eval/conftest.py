@@ -36,6 +36,10 @@ def write(path: str, content: str, cost: float = 0.01) -> dict[str, Any]:
             "usage": {"prompt_tokens": 1000, "completion_tokens": 50, "cache_read_tokens": 600}}
 
 
+def read(path: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
+
+
 def say(text: str, cost: float = 0.01) -> dict[str, Any]:
     return {"text": text, "cost": cost, "usage": {"prompt_tokens": 1200, "completion_tokens": 20,
                                                    "cache_read_tokens": 800}}

@@ -20,7 +20,7 @@ from anvil.eval.runner import model_for, run_argv
 from anvil.eval.suite import SuiteError, load_suites
 from anvil.eval.workspace import folder_diff
 from tests.conftest import anvil_command
-from tests.eval.conftest import eval_run, make_model, make_task, records, say, write
+from tests.eval.conftest import eval_run, make_model, make_task, read, records, say, write
 
 GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@example.invalid"}
@@ -31,7 +31,7 @@ def test_two_runs_at_a_time_and_ctrl_c_keeps_what_finished(tmp_path: Path) -> No
     make_task(suite, "a-slow", verify="true")
     make_task(suite, "b-quick", verify="test -f done.txt")
     model = make_model(tmp_path, "m", {
-        "a-slow": [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 61.5", "timeout": 300}}]},
+        "a-slow": [{"tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 291.5", "timeout": 600}}]},
                    say("Slept.")],
         "b-quick": [write("done.txt", "yes\n"), say("Done.")]})
     out = tmp_path / "out"
@@ -54,7 +54,7 @@ def test_two_runs_at_a_time_and_ctrl_c_keeps_what_finished(tmp_path: Path) -> No
     assert [r["run_id"] for r in kept] == ["b-quick-m-none-1"] and kept[0]["success"]
     assert "interrupted: 1 of 2 runs finished and were kept" in stderr
     assert (out / "report.html").is_file() and "b-quick" in stdout
-    leftover = subprocess.run(["pgrep", "-f", "sleep 61.5"], capture_output=True, text=True)
+    leftover = subprocess.run(["pgrep", "-f", "sleep 291.5"], capture_output=True, text=True)
     assert leftover.stdout == "", "the interrupted run's command is still running"
 
 
@@ -231,3 +231,21 @@ def test_a_task_folder_can_start_from_a_local_repository_at_a_ref(tmp_path: Path
     (run,) = records(out / "results.jsonl")
     assert run["success"], run  # the edit only matches at the ref: the run started there, not at the head
     assert run["diff"].startswith("diff --git a/calc.py b/calc.py") and "+    return a + b\n" in run["diff"]
+
+
+def test_a_check_compares_with_the_task_s_pristine_files_under_tmp(tmp_path: Path) -> None:
+    """The checks run in the sandbox, whose private /tmp would hide a suite kept under /tmp (as pytest's tmp_path
+    is): the task's folder stays readable, so ``{task_dir}`` works wherever the suite lives."""
+    suite = tmp_path / "suite"
+    check = 'check: "cmp data.txt {task_dir}/files/data.txt"\n'
+    make_task(suite, "keep", verify="true", files={"data.txt": "[x]\n"}, header=check)
+    make_task(suite, "touch", verify="true", files={"data.txt": "[x]\n"}, header=check)
+    model = make_model(tmp_path, "m", {"keep": [say("Nothing to change.")],
+                                       "touch": [read("data.txt"), write("data.txt", "[y]\n"), say("Changed it.")]})
+    out = tmp_path / "out"
+    result = eval_run(tmp_path, str(suite), "--model", model, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    by_task = {r["task"]: r for r in records(out / "results.jsonl")}
+    assert by_task["keep"]["success"], by_task["keep"]["checks"]
+    assert not by_task["touch"]["success"]
+    assert "differ" in by_task["touch"]["checks"][1]["output"]  # cmp read both files: not 'No such file'

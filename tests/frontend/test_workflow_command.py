@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import JobFinished, PhaseEnded, PhaseStarted, TodoItem, TransitionRejected
+from anvil.core.events import TodoItem
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.frontend.commands import COMMANDS, run_command
 from anvil.frontend.effects import Render, Replace, RunEvents, Show
 from anvil.frontend.lines import Line, describe
@@ -47,8 +48,8 @@ async def test_workflow_starts_a_job_in_a_new_session_shows_it_and_stops_it(make
 
 async def test_an_unknown_workflow_is_one_error_line_and_keeps_the_session(make_session: MakeSession) -> None:
     session = make_session()
-    assert await run("/workflow tdd Write tests", session) == [
-        Show("There is no workflow called 'tdd'; the workflows are: phased.", "error")]
+    assert await run("/workflow kanban Write tests", session) == [
+        Show("There is no workflow called 'kanban'; the workflows are: phased, tdd.", "error")]
     assert session.job is None
 
 

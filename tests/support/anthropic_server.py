@@ -11,6 +11,7 @@ Each scripted turn is a dict:
     {"redacted_thinking": "opaque-data", "text": "..."}     # a redacted_thinking block instead
     {"status": 529, "error_type": "overloaded_error", "error": "Overloaded"}   # an HTTP error instead of a stream
     {"stream_error": "overloaded_error", "text": "Partial"}   # an error event in the stream after some text
+    {"text": "Partial answer", "drop_after": 5}   # the connection drops after 5 events (tests/support/sse.py)
 
 Thinking is streamed only when the request turned it on, as the API does. A reply longer than the request's
 ``max_tokens`` (a quarter of its characters, as everywhere here) is cut there: mid-block, mid-JSON, with
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.anthropic_rules import CacheReport, InvalidRequest, PromptCache, sign, thinking_enabled, validate
+from tests.support.sse import DROP_KEY, stream_sse
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Served:
     request: dict[str, Any]
     usage: dict[str, int] | None = None
     error: str | None = None
+    drop_after: int | None = None  # the stream was cut after this many events
 
 
 class ScriptedAnthropicServer:
@@ -99,8 +102,9 @@ class ScriptedAnthropicServer:
                 return self.turns.popleft()
         return {"text": "(the scripted server has no more turns)"}
 
-    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any] | None, Iterator[tuple[str, Any]] | None]:
-        """(status, error body, events) for one request body; records what was served."""
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any] | None, Iterator[tuple[str, Any]] | None,
+                                                       Served]:
+        """(status, error body, events, the record) for one request body; records what was served."""
         served = Served(request)
         with self._lock:
             self.served.append(served)
@@ -108,14 +112,15 @@ class ScriptedAnthropicServer:
             validate(request)
         except InvalidRequest as exc:
             served.error = str(exc)
-            return 400, _error("invalid_request_error", str(exc)), None
+            return 400, _error("invalid_request_error", str(exc)), None, served
         turn = self._next_turn()
         if "status" in turn:
             served.error = str(turn.get("error", "fault"))
-            return int(turn["status"]), _error(turn.get("error_type", "api_error"), served.error), None
+            return int(turn["status"]), _error(turn.get("error_type", "api_error"), served.error), None, served
         with self._lock:
             cache = self.cache.account(request)
-        return 200, None, _events(turn, request, cache, served, self.chunk_chars)
+        served.drop_after = turn.get(DROP_KEY)
+        return 200, None, _events(turn, request, cache, served, self.chunk_chars), served
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -134,22 +139,12 @@ class ScriptedAnthropicServer:
                 if not self.path.rstrip("/").endswith("/v1/messages"):
                     self._send_json(404, _error("not_found_error", f"Not found: {self.path}"))
                     return
-                status, error, events = server.answer(request)
+                status, error, events, served = server.answer(request)
                 if events is None:
                     self._send_json(status, error or {})
                     return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                try:
-                    for name, data in events:
-                        self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                self.close_connection = True
+                stream_sse(self, (f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events),
+                           drop_after=served.drop_after)
 
             def _send_json(self, status: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()

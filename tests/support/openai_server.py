@@ -12,6 +12,7 @@ Each scripted turn is a dict:
     {"reasoning": "First, ...", "text": "..."}     # reasoning streamed as delta.reasoning_content, before the text
     {"text": "...", "usage": {"prompt_tokens": 900, "completion_tokens": 30, "cached_tokens": 800,
                               "reasoning_tokens": 12}}   # reported in prompt/completion_tokens_details
+    {"text": "...", "drop_after": 3}   # the connection drops after 3 streamed chunks (tests/support/sse.py)
 
 A reply longer than the request's ``max_tokens`` (or ``max_completion_tokens``; 4 characters a token) is cut
 there, reasoning, text and tool-call arguments alike, and ends with ``finish_reason: "length"``.
@@ -25,6 +26,7 @@ for terminal tests and benchmarks, printing its URL on the first line.
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import threading
@@ -36,8 +38,10 @@ from typing import Any
 
 try:
     from tests.support.responses_api import responses_events
+    from tests.support.sse import DROP_KEY, stream_sse
 except ImportError:  # run as a script (terminal tests, benchmarks): this directory is on the path instead
     from responses_api import responses_events  # type: ignore[no-redef]
+    from sse import DROP_KEY, stream_sse  # type: ignore[no-redef]
 
 
 class ScriptedOpenAIServer:
@@ -109,32 +113,15 @@ class ScriptedOpenAIServer:
                 if not request.get("stream"):
                     self._send_json(200, json.dumps(_whole_response(turn, request)))
                     return
+                drop = turn.get(DROP_KEY)
                 if self.path.rstrip("/").endswith("/responses"):
-                    self._stream((f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in
-                                  responses_events(turn, request)), done=False)
+                    stream_sse(self, (f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in
+                                      responses_events(turn, request)), pace=server.chunk_delay, drop_after=drop)
                     return
-                self._stream(f"data: {json.dumps(chunk)}\n\n" for chunk in
-                              _cut_to_limit(_stream_chunks(turn, request), request))
-
-            def _stream(self, lines: Any, done: bool = True) -> None:
-                """Server-sent events, one ``lines`` item each (``data: [DONE]`` last in chat completions)."""
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                try:
-                    for line in lines:
-                        self.wfile.write(line.encode())
-                        self.wfile.flush()
-                        if server.chunk_delay:
-                            time.sleep(server.chunk_delay)
-                    if done:
-                        self.wfile.write(b"data: [DONE]\n\n")
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client hung up (an interrupt): nothing to do
-                self.close_connection = True
+                chunks = (f"data: {json.dumps(chunk)}\n\n" for chunk in
+                          _cut_to_limit(_stream_chunks(turn, request), request))
+                stream_sse(self, itertools.chain(chunks, ["data: [DONE]\n\n"]), pace=server.chunk_delay,
+                           drop_after=drop)
 
             def _send_json(self, status: int, body: str) -> None:
                 data = body.encode()

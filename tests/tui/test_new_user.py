@@ -113,7 +113,7 @@ async def test_a_slash_command_output_scrolls_into_view(project: Path) -> None:
 
 async def test_help_descriptions_wrap_under_themselves(project: Path) -> None:
     app = make_app(project, [])
-    async with app.run_test(size=(70, 40)) as pilot:
+    async with app.run_test(size=(70, 70)) as pilot:  # tall enough that /think is on screen with the keys below
         await submit(pilot, "/help")
         await wait_for(pilot, lambda: lines(app, "help"))
         await pilot.pause(0.1)

@@ -43,7 +43,7 @@ from anvil.core.loop.compacting import Compacting
 from anvil.core.loop.escalation import Blocking, Escalation
 from anvil.core.loop.failure import end_broken_turn
 from anvil.core.loop.guard import LoopGuard
-from anvil.core.loop.history import History
+from anvil.core.loop.history import DROPPED_MARK, History
 from anvil.core.loop.images import image_message, image_note
 from anvil.core.loop.interrupt import INTERRUPTED, Interrupted, Interrupter
 from anvil.core.loop.stages import StageTracker
@@ -172,14 +172,14 @@ class Agent(WorkflowSteps, Verifying, Blocking, Compacting):
         try:
             async for event in self._turn(turn):
                 yield event
-                for notice in self.history.storage_notices(self.ctx.checkpoints):
+                for notice in self.history.storage_notices(self.ctx.checkpoints, self.ctx.troubles):
                     yield notice
         except Exception as exc:  # the turn's boundary: nothing may escape to the front end
             for event in end_broken_turn(self.history, self.ctx, turn, exc):
                 yield event
         if self.session is not None:
             self.session.sync()
-        for notice in self.history.storage_notices(self.ctx.checkpoints):
+        for notice in self.history.storage_notices(self.ctx.checkpoints, self.ctx.troubles):
             yield notice
 
     async def _turn(self, turn: TurnState) -> AsyncIterator[Event]:
@@ -269,6 +269,10 @@ class Agent(WorkflowSteps, Verifying, Blocking, Compacting):
                 async for event in self._retry_larger(turn, parts):
                     yield event
         except ModelError as error:
+            if error.kind == "dropped" and parts:  # text was shown: kept, and the person may have it go on
+                self.history.add_partial(parts, DROPPED_MARK)
+                turn.end("dropped", f"{error.message}; the text so far is kept.")
+                return
             self.history.add_partial(parts)
             yield self.history.record(ErrorEvent(error.message, error.retryable, error.kind))
             turn.end("error", error.message)

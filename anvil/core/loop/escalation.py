@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from anvil.core.events import BlockerRaised, ToolCall
+from anvil.core.events import ToolCall
+from anvil.core.job_events import BlockerRaised
 from anvil.core.loop.guard import LoopGuard, describe_call, error_signature, first_line
 from anvil.core.loop.history import History
 from anvil.core.loop.interrupt import Interrupter

@@ -8,14 +8,18 @@ decides what of it each provider is sent."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from anvil.core.events import AssistantMessage, Event, Notice, ToolCall
 from anvil.core.model.protocol import Completion
 from anvil.core.session.checkpoints import CheckpointStore
 from anvil.core.session.store import Session
+from anvil.core.session.trouble import WriteTrouble
 
 E = TypeVar("E", bound=Event)
+#: what ends the text of a reply a dropped connection cut short, in the history the model reads
+DROPPED_MARK = "[the connection to the provider dropped here]"
 
 
 class History:
@@ -43,10 +47,17 @@ class History:
         return self.record(AssistantMessage(completion.text, tuple(completion.tool_calls), completion.reasoning,
                                             continues))
 
-    def add_partial(self, parts: list[str]) -> None:
-        """The text of a reply cut short (a failure or an interrupt), so the model knows what it said."""
+    def add_partial(self, parts: list[str], mark: str = "[interrupted]") -> None:
+        """The text of a reply cut short (a failure, an interrupt, a dropped connection: ``mark`` says which), so
+        the model knows what it said."""
         if parts:
-            self.add({"role": "assistant", "content": "".join(parts) + "\n\n[interrupted]"})
+            self.add({"role": "assistant", "content": "".join(parts) + "\n\n" + mark})
+
+    def cut_by_dropped_connection(self) -> bool:
+        """The conversation ends with a reply a dropped connection cut short: the model can go on with it."""
+        last = self.messages[-1] if len(self.messages) > 1 else {}
+        content = last.get("content")
+        return last.get("role") == "assistant" and isinstance(content, str) and content.endswith(DROPPED_MARK)
 
     def add_tool_result(self, call: ToolCall, output: str) -> None:
         self.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": output})
@@ -66,10 +77,14 @@ class History:
                 break
         return []
 
-    def storage_notices(self, checkpoints: CheckpointStore) -> list[Notice]:
-        """What the session file and the checkpoints could not write (or write again), told once each."""
+    def storage_notices(self, checkpoints: CheckpointStore, others: Iterable[WriteTrouble] = ()) -> list[Notice]:
+        """What the session file, the checkpoints and ``others`` (the command logs) could not write (or write
+        again), told once each."""
         told = self.session.trouble.take() if self.session is not None else []
-        return [Notice(message) for message in [*told, *checkpoints.take_notices()]]
+        told += checkpoints.take_notices()
+        for trouble in others:
+            told += trouble.take()
+        return [Notice(message) for message in told]
 
     def record(self, event: E) -> E:
         if self.session is not None:

@@ -14,13 +14,10 @@ from pathlib import Path
 from typing import Literal
 
 from anvil.core.tools.base import PreparedCall
+from anvil.core.tools.shell.test_runner import runs_test_runner
 
 Stage = Literal["exploring", "planning", "creating", "editing", "testing", "fixing", "verifying"]
 
-_TEST_COMMAND = re.compile(
-    r"(^|[\s;&|(/])(pytest|py\.test|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest)\b"
-    r"|\b(python3?|uv run|poetry run)\s+-m\s+(pytest|unittest)\b"
-    r"|\b(npm|pnpm|yarn|bun)\s+(run\s+)?test\b|\b(go|cargo|dotnet|mix|deno)\s+test\b|\bmake\s+(test|check)\b")
 _CHECK_COMMAND = re.compile(r"(^|[\s;&|(/])(ruff|mypy|pyright|flake8|pylint|eslint|tsc|black\s+--check|"
                             r"cargo\s+(check|clippy)|go\s+vet|shellcheck)\b")
 _LOOK_COMMAND = re.compile(r"^\s*(ls|cat|head|tail|find|tree|wc|pwd|rg|grep|git\s+(status|diff|log|show|blame))\b")
@@ -40,7 +37,7 @@ def _runs_tests(call: PreparedCall) -> bool:
     if call.tool is not None and call.tool.runs_tests:
         return True
     command = _command(call)
-    return command is not None and bool(_TEST_COMMAND.search(command))
+    return command is not None and runs_test_runner(command)
 
 
 class StageTracker:

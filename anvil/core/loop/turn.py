@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from anvil.core.events import BlockerRaised, TurnEndReason
+from anvil.core.events import TurnEndReason
+from anvil.core.job_events import BlockerRaised
 from anvil.core.loop.verify import CheckResult
 from anvil.core.model.protocol import Completion
 from anvil.core.tools.base import Tool, ToolResult

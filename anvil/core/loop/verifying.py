@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from anvil.core.events import AutofixApplied, Event, Notice
+from anvil.core.events import Event, Notice
+from anvil.core.job_events import AutofixApplied
 from anvil.core.loop.autofix import Fixers, FixOutcome, run_fixers
 from anvil.core.loop.history import History
 from anvil.core.loop.interrupt import Interrupted, Interrupter

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 from anvil.core.mcp.config import McpServerConfig, ServerState, Transport
 from anvil.core.mcp.tools import McpTool, Progress
 from anvil.core.mcp.transport import McpSetupError, load_mcp, open_transport
+from anvil.core.private_files import open_private, private_dir
 from anvil.core.tools.errors import ToolError
 
 #: seconds a starting server that wrote something other than JSON-RPC still gets to answer properly
@@ -145,8 +147,9 @@ class McpServer:
             async with asyncio.timeout(self.config.start_timeout) as self._deadline:
                 errlog = None
                 if self.transport == "stdio":
-                    self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                    errlog = stack.enter_context(self.log_path.open("a", encoding="utf-8"))
+                    private_dir(self.log_path.parent)  # 0700/0600: a server's errors may show its credentials
+                    fd = open_private(self.log_path, os.O_WRONLY | os.O_APPEND)
+                    errlog = stack.enter_context(os.fdopen(fd, "a", encoding="utf-8"))
                     self._log_start = errlog.tell()
                 transport = await open_transport(self.config, self.root, errlog, stack)
                 self.client = await stack.enter_async_context(Client(

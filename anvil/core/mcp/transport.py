@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from anvil.core.mcp.config import McpServerConfig, expand_env
+from anvil.core.private_files import open_private, private_dir
 
 SETUP_ERROR = ("anvil's installation is incomplete: the mcp package (2.2 or newer, below 3) cannot be imported "
                "({cause}). Reinstall anvil with its dependencies, e.g. `pip install --upgrade anvil` or "
@@ -56,8 +58,8 @@ class _SdkLog(logging.Handler):
         if record.exc_info:
             text += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as log:
+            private_dir(self.path.parent)
+            with os.fdopen(open_private(self.path, os.O_WRONLY | os.O_APPEND), "a", encoding="utf-8") as log:
                 log.write(text + "\n")
 
 

@@ -15,6 +15,7 @@ from typing import Literal, get_args
 ModelErrorKind = Literal[
     "error",             # anything not classified below
     "rate_limit", "overloaded", "server", "timeout", "connection",  # passing faults: retried
+    "dropped",           # the connection dropped in the middle of a reply: retried while nothing was shown
     "auth", "not_found", "unknown_model", "context_overflow", "content_policy", "bad_request",
     "compaction",        # a summary call of the compactor gave nothing usable
     "setup",             # anvil's own installation is broken (a dependency missing or too old): never retried
@@ -91,6 +92,10 @@ def classify_error(exc: BaseException, model: str, api_base: str | None = None) 
     if missing is not None:  # litellm wraps this as a connection error; retrying cannot install a package
         return ModelError(f"anvil's installation is incomplete ({missing}): reinstall anvil with its dependencies "
                           "(`pip install --upgrade anvil`, or `pip install -e .` in its checkout).", kind="setup")
+    if _is_dropped(exc, text):  # before the connection check: litellm calls this a connection error too
+        where = f" at {api_base}" if api_base else ""
+        return ModelError(f"The connection to the provider{where} dropped in the middle of its reply",
+                          retryable=True, kind="dropped")
     unreachable = _unreachable(exc, text, api_base)
     if unreachable is not None:
         return unreachable
@@ -187,6 +192,28 @@ def _missing_module(exc: BaseException) -> str | None:
             return str(seen) or f"the module {seen.name} cannot be imported"
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+# How the HTTP stacks litellm uses say that a response's body stopped before its end (a network, a proxy or the
+# provider dropped the connection): httpx, aiohttp, and the standard library underneath them.
+_BODY_CUT = frozenset({"ReadError", "RemoteProtocolError", "ClientPayloadError", "TransferEncodingError",
+                       "ContentLengthError", "ServerDisconnectedError", "ClientConnectionResetError",
+                       "ConnectionResetError", "IncompleteRead"})
+_BODY_CUT_TEXT = ("Response payload is not completed", "peer closed connection without sending complete message",
+                  "incomplete chunked read", "Server disconnected")
+
+
+def _is_dropped(exc: BaseException, text: str) -> bool:
+    """A dropped connection is behind ``exc`` (litellm wraps it as a connection error, or as "overloaded" for
+    Anthropic)."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            break
+        if type(seen).__name__ in _BODY_CUT:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return any(phrase in text for phrase in _BODY_CUT_TEXT)
 
 
 def _is_connection_failure(exc: BaseException, text: str) -> bool:

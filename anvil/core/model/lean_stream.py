@@ -19,7 +19,7 @@ tokenizer when a provider leaves them out (they are part of ``completion_tokens`
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 #: litellm providers whose chunks litellm's wrapper takes from the OpenAI SDK as they are (its generic
@@ -27,7 +27,7 @@ from typing import Any
 LEAN_PROVIDERS = frozenset({"openai", "azure", "custom_openai", "hosted_vllm", "lm_studio", "llamafile"})
 
 
-def lean_events(response: Any) -> AsyncIterator[dict[str, Any]] | None:
+def lean_events(response: Any) -> AsyncGenerator[dict[str, Any], None] | None:
     """The chunks of litellm's streaming ``response`` as dicts, when it can be read lean; else None."""
     stream = getattr(response, "completion_stream", None)
     if getattr(response, "custom_llm_provider", None) not in LEAN_PROVIDERS:
@@ -40,7 +40,7 @@ def lean_events(response: Any) -> AsyncIterator[dict[str, Any]] | None:
     return _chunks(stream)
 
 
-async def _chunks(stream: Any) -> AsyncIterator[dict[str, Any]]:
+async def _chunks(stream: Any) -> AsyncGenerator[dict[str, Any], None]:
     import httpx
     from openai import APIConnectionError, APIError, APITimeoutError
 

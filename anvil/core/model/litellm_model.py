@@ -96,6 +96,65 @@ def warm_tool_calls() -> None:
     preload(*_TOOL_CALL_MODULES)
 
 
+# Model calls still being prepared or opened, and the closing of streams nobody waits for any more (the event loop
+# keeps only weak references to tasks; this keeps them, and lets the session wait for them before the loop ends).
+_IN_FLIGHT: set[asyncio.Future[Any]] = set()
+
+
+async def _open_stream(litellm: Any, request: dict[str, Any]) -> Any:
+    """``litellm.acompletion(**request)``, which a cancel cannot leave half done.
+
+    litellm builds the request in a worker thread, and that thread returns the coroutine that makes the HTTP call.
+    A cancel (an interrupt, the app closing) that lands while the thread runs used to drop that coroutine unawaited,
+    and Python printed "coroutine 'OpenAIChatCompletion.async_streaming' was never awaited" when it was collected,
+    over the person's terminal. So the call runs in a task of its own, shielded: a cancel stops the waiting at
+    once, the call finishes on its own, and the stream it opened is closed then."""
+    call = _in_flight(litellm.acompletion(**request))
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        call.add_done_callback(_close_abandoned)
+        raise
+
+
+def _in_flight(work: Any) -> asyncio.Future[Any]:
+    task = asyncio.ensure_future(work)
+    _IN_FLIGHT.add(task)
+    task.add_done_callback(_IN_FLIGHT.discard)
+    return task
+
+
+def _close_abandoned(call: asyncio.Future[Any]) -> None:
+    if call.cancelled() or call.exception() is not None:  # the exception is taken: nobody needs it now
+        return
+    _in_flight(_close_stream(call.result()))
+
+
+async def settle_model_calls(timeout: float = 1.0) -> None:
+    """Before the event loop ends: let model calls finish preparing (up to ``timeout``), then cancel what is left.
+    Ending the loop cancels every task, and a call cancelled while litellm's worker thread still prepares its request
+    drops the coroutine that thread returns unawaited (the warning above). Calls that are streaming are not waited
+    for: their preparation is over."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while pending := [task for task in _IN_FLIGHT if not task.done()]:  # an abandoned call leaves its closing
+        left = deadline - loop.time()
+        if left <= 0:
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=0.5)
+            return
+        await asyncio.wait(pending, timeout=left)
+
+
+async def _close_stream(response: Any) -> None:
+    """Close a litellm stream (its HTTP response); a stream that cannot be closed is left to the collector."""
+    close = getattr(response, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
 _OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "lm_studio/", "ollama/", "ollama_chat/", "llamafile/")
 
 
@@ -245,19 +304,24 @@ class LiteLLMModel:
         while True:
             started_output = False
             try:
-                response = await litellm.acompletion(**request)
+                response = await _open_stream(litellm, request)
                 assembler = StreamAssembler()
                 lean = lean_events(response)
                 add = assembler.add if lean is None else assembler.add_dict
-                async for chunk in lean or response:
-                    delta_text = add(chunk)
-                    reasoning = assembler.take_reasoning()
-                    if reasoning:
-                        started_output = True
-                        yield ReasoningDelta(reasoning)
-                    if delta_text:
-                        started_output = True
-                        yield delta_text
+                try:
+                    async for chunk in lean or response:
+                        delta_text = add(chunk)
+                        reasoning = assembler.take_reasoning()
+                        if reasoning:
+                            started_output = True
+                            yield ReasoningDelta(reasoning)
+                        if delta_text:
+                            started_output = True
+                            yield delta_text
+                finally:
+                    if lean is not None:
+                        await lean.aclose()  # closes the HTTP response it reads
+                    await _close_stream(response)  # an interrupted stream too: its connection goes now
                 completion = assembler.build()
                 completion.cost = self._cost(litellm, assembler.raw_usage)
                 yield completion

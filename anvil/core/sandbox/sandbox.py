@@ -94,8 +94,12 @@ class Sandbox:
     """A session's sandbox. Created by the runtime from the settings; tools reach it as ``ctx.sandbox``."""
 
     def __init__(self, settings: SandboxSettings, places: Places, *, session_id: str = "session",
-                 environ: Mapping[str, str] | None = None, bwrap: BwrapSupport | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, bwrap: BwrapSupport | None = None,
+                 shown: tuple[Path, ...] = ()) -> None:
         self.settings = settings
+        #: directories the caller's own commands read that the private temp dir would hide (anvil eval's checks
+        #: compare with the task's folder): bound read-only at their place; never writable
+        self.shown = shown
         self.places = places
         self.session_id = session_id
         self.environ = os.environ if environ is None else environ
@@ -169,7 +173,8 @@ class Sandbox:
             raise SandboxUnavailable(unavailable_message(self.status))
         if not (sandboxed and self.active):
             return Launch(list(command), run_env, False, tag)
-        extra: list[Mount] = []
+        extra = [mount for path in self.shown if path.resolve() not in self._temp_dirs()
+                 for mount in self._shown(path)]  # a whole temp dir shown would undo the private one
         if self.settings.hosts:
             command = await self._through_proxy(command, run_env, extra)
         plan = plan_mounts(self.places, self.settings, self.base / "tmp", self.environ, extra=extra)

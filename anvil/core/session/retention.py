@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from anvil.core.private_files import open_private
+
 DAY = 86_400.0
 #: start-up expiry runs at most this often (seconds): the mark file's age says when it last ran
 EXPIRY_INTERVAL = 6 * 3600.0
@@ -126,7 +128,7 @@ def expire_checkpoints(data_dir: Path, days: float, *, keep: frozenset[str] | se
                 shutil.rmtree(folder, ignore_errors=True)
                 removed += 1
     with contextlib.suppress(OSError):
-        mark.touch()
+        os.close(open_private(mark, os.O_WRONLY))  # 0600 like everything in the data dir, whatever the umask
         os.utime(mark, (now, now))
     return removed
 

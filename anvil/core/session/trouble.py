@@ -30,12 +30,13 @@ class WriteTrouble:
         self._say(f"Could not write {self.what} ({reason}, {where}). anvil goes on and keeps what it could not "
                   "write in memory; it is written as soon as there is room again.")
 
-    def recovered(self, count: int) -> None:
-        """Writing works again after a failure; ``count`` records held in memory were written now."""
+    def recovered(self, count: int, *, held: str = "") -> None:
+        """Writing works again after a failure; ``count`` records held in memory were written now (``held`` says
+        it in other words, for a writer whose records are not counted)."""
         if not self.failing:
             return
         self.failing = False
-        held = f" ({count} held in memory are saved now)" if count else ""
+        held = f" ({held})" if held else f" ({count} held in memory are saved now)" if count else ""
         self._say(f"Writing {self.what} works again{held}.")
 
     def lost(self, message: str) -> None:

@@ -81,6 +81,21 @@ and focused on the task, and check your work (run the tests or the relevant comm
 Your final message is your report: what you did, which files you changed, how you checked it, and
 anything left undone or uncertain."""
 
+REVIEW_PROMPT = """\
+You review a pull request before it is merged: its plan and its diff are below. You can read files and search; you
+cannot change anything. Look for what must change before the merge: bugs, behaviour the plan asks for that is missing
+or untested, tests that do not test what they claim, debugging output or temporary logging left in, dead code, and
+names or structure that will mislead the next reader. Do not report matters of taste. End by calling report_review
+exactly once: one finding per problem (title, detail, and file and line when you know them), or an empty list to
+approve."""
+
+#: sub-agent types workflows run themselves (not offered to the task tool): the TDD workflow's code review, which
+#: reports through a tool of the workflow's own (report_review)
+WORKFLOW_TYPES: dict[str, AgentType] = {
+    "review": AgentType("review", "Read-only code review of a branch, ending with report_review.", REVIEW_PROMPT,
+                        kinds=frozenset({"read", "search"}), read_only=True),
+}
+
 BUILTIN_TYPES: dict[str, AgentType] = {
     "explore": AgentType("explore", "Read-only search and reading: find code, answer questions about the "
                          "code base, gather context. Cannot change files.", EXPLORE_PROMPT,

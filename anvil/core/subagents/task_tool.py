@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -59,7 +59,7 @@ from anvil.core.events import (
 )
 from anvil.core.model.protocol import Model
 from anvil.core.policy.approval import ApprovalPolicy
-from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, AgentType, select_tools
+from anvil.core.subagents.agent_types import BUILTIN_TYPES, TASK_TOOL_NAME, WORKFLOW_TYPES, AgentType, select_tools
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult
 from anvil.core.tools.errors import ToolError
 
@@ -167,7 +167,19 @@ class TaskTool(Tool):
         async with self._lock:
             return await self._run(agent_type, args, ctx)
 
-    async def _run(self, agent_type: AgentType, args: TaskArgs, ctx: ToolContext) -> ToolResult:
+    async def run_agent(self, agent_type: str, prompt: str, ctx: ToolContext, tools: Sequence[Tool] = ()) -> ToolResult:
+        """A sub-agent a workflow runs itself (:class:`~anvil.core.workflows.base.SubagentRunner`): one of the task
+        tool's types or of :data:`WORKFLOW_TYPES`, with ``tools`` of the workflow's own besides the ones its type
+        allows; its events reach the front ends under the calling tool, like the task tool's."""
+        chosen = self.types.get(agent_type) or WORKFLOW_TYPES.get(agent_type)
+        if chosen is None:
+            raise ToolError(f"Unknown agent_type '{agent_type}'.")
+        args = TaskArgs(description=f"{agent_type} sub-agent", prompt=prompt, agent_type=agent_type)
+        async with self._lock:
+            return await self._run(chosen, args, ctx, tools)
+
+    async def _run(self, agent_type: AgentType, args: TaskArgs, ctx: ToolContext,
+                   extra: Sequence[Tool] = ()) -> ToolResult:
         from anvil.core.loop.agent import Agent  # the agent imports tools; importing it here avoids a cycle
 
         self._runs += 1
@@ -178,7 +190,10 @@ class TaskTool(Tool):
                                 settings=ctx.settings, checkpoints=ctx.checkpoints.for_subagent(), ask=ctx.ask,
                                 state=shared, secrets=ctx.secrets,
                                 sandbox=ctx.sandbox)  # a sub-agent's commands are the model's too
-        child = Agent(self.model, select_tools(self.parent_tools, agent_type), child_ctx,
+        tools = select_tools(self.parent_tools, agent_type)
+        for tool in extra:
+            tools.add(tool)
+        child = Agent(self.model, tools, child_ctx,
                       system_prompt=PREAMBLE.format(root=ctx.root) + agent_type.system_prompt, policy=self.policy,
                       session=None, max_iterations=agent_type.max_iterations or self.max_iterations,
                       compact_threshold=self.compact_threshold)

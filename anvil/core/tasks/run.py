@@ -12,14 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from anvil.core.events import (
-    AssistantMessage,
-    BlockerRaised,
-    Event,
-    IntentPreview,
-    ToolResultEvent,
-    TurnEnded,
-)
+from anvil.core.events import AssistantMessage, Event, IntentPreview, ToolResultEvent, TurnEnded
+from anvil.core.job_events import BlockerRaised
 from anvil.core.loop.agent import Agent
 from anvil.core.loop.escalation import Escalation
 from anvil.core.tasks.layer import PRD_BUDGET, preview_reason, task_layer

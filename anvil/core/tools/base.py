@@ -23,6 +23,7 @@ from anvil.core.events import Event
 from anvil.core.masking import SecretMasker
 from anvil.core.sandbox.sandbox import Sandbox
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
+from anvil.core.session.trouble import WriteTrouble
 from anvil.core.tools.paths import default_user_config_dir, resolve_path
 
 
@@ -134,6 +135,8 @@ class ToolContext:
     todos: list[Any] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     cleanups: list[Callable[[], Any]] = field(default_factory=list)
+    #: writers of tools' files (command logs) whose failures and recoveries the loop tells the person, once each
+    troubles: list[WriteTrouble] = field(default_factory=list)
     #: what tools forget when the conversation starts afresh (a workflow's new phase): see ``new_conversation``
     resets: list[Callable[[], None]] = field(default_factory=list)
     #: where commands run: the OS sandbox of the session, or none (mode "off") when not given

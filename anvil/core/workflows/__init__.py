@@ -9,6 +9,7 @@ inside every phase.
 - ``base``: the seam (``Workflow``, ``Transition``, ``JobStatus``) and :class:`~anvil.core.workflows.offered.
   OfferedTools`, the registry view the model is offered.
 - ``phased``: phased jobs, strategic and tactical phases in turn (``--workflow phased``).
+- ``tdd``: the tool-gated TDD workflow, PRs of a master plan test first (``--workflow tdd``).
 - ``jobs``: job ids, the job directory, and opening a job's workflow by name.
 
 May import: events, tools. Never the loop (which consults it), a front end or the settings.

@@ -2,7 +2,8 @@
 
 The loop stays one ReAct loop. While a workflow is attached (``Agent.attach_workflow``) it consults it:
 
-- before the run: :meth:`Workflow.attach` (the session's tool context), :meth:`Workflow.offered_tools` (what the
+- before the run: :meth:`Workflow.use_subagents` (how to run a sub-agent, from the runtime),
+  :meth:`Workflow.attach` (the session's tool context), :meth:`Workflow.offered_tools` (what the
   model is offered, recomputed after every transition), :meth:`Workflow.system_layer` (a section of the system
   prompt, rendered again after every transition and every compaction);
 - at the start of each turn: :meth:`Workflow.begin` (events: the phase the job is in);
@@ -17,7 +18,8 @@ A transition may reset the conversation (a fresh message list: the re-rendered s
 :meth:`Workflow.brief`), which also swaps the tools; and it may end the turn, pausing the job (the person's next
 message goes on with it, framed by :meth:`Workflow.resume_brief`) or finishing it (the workflow is detached and
 the session goes on as a plain conversation). A workflow's own tools usually own its state: they change it, and
-the result hook hands the loop what that changed.
+the result hook hands the loop what that changed. Between turns, the person may end the job (:meth:`Workflow.stop`)
+or say what halted it is resolved (:meth:`Workflow.clear_halt`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from anvil.core.events import Event, TodoItem, ToolCall, UsageReport
 from anvil.core.tools.base import Tool, ToolContext, ToolResult
@@ -56,6 +58,15 @@ class Transition:
     message: str = ""
 
 
+class SubagentRunner(Protocol):
+    """Runs one of anvil's sub-agents for a workflow (the runtime gives it, :meth:`Workflow.use_subagents`): agent
+    type ``agent_type`` on ``prompt``, with the session's tools its type allows plus ``tools`` (the workflow's own,
+    such as one the sub-agent reports through), under the session's approvals; its report, as the task tool's."""
+
+    async def __call__(self, agent_type: str, prompt: str, ctx: ToolContext,
+                      tools: Sequence[Tool] = ()) -> ToolResult: ...
+
+
 @dataclass(frozen=True)
 class JobStatus:
     """A job as front ends show it: the status bar's label, the sidebar's todos, where its files are."""
@@ -71,6 +82,8 @@ class JobStatus:
     title: str = ""
     #: the session that worked on the job last (resuming the job resumes its conversation)
     session_id: str = ""
+    #: the job's files, as ``/workflow`` lists them
+    files: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -106,6 +119,14 @@ class Workflow(ABC):
 
     def attach(self, ctx: ToolContext, session_id: str) -> None:  # noqa: B027 - a hook: nothing by default
         """Joined to a session: the tool context its tools and todos live in, and the session's id."""
+
+    def use_subagents(self, run: SubagentRunner) -> None:  # noqa: B027 - a hook: nothing by default
+        """The session's way to run a sub-agent, given before :meth:`attach` to workflows that may need one."""
+
+    def clear_halt(self) -> str:
+        """The person says what stopped the job for them is resolved (a HALTED state): what changed, for them to
+        read; JobError saying what is still in the way, or that this job has nothing to clear."""
+        raise JobError(f"Job {self.job_id} ({self.name}) has no halt to clear.")
 
     @abstractmethod
     def offered_tools(self, available: Sequence[Tool]) -> list[Tool]:

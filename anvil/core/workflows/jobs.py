@@ -16,6 +16,7 @@ from anvil.core.tools.paths import lexical_path
 from anvil.core.tools.protected import WHY, classify
 from anvil.core.workflows.base import JobError, Workflow
 from anvil.core.workflows.phased.workflow import PhasedWorkflow
+from anvil.core.workflows.tdd.workflow import TddWorkflow
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,15 @@ class WorkflowKind:
 
     start: Callable[[Path, Path, str, Any], Workflow]
     open: Callable[[Path, Path, Any], Workflow]
+    #: a job cannot start without the person's instructions (a TDD job's plan is a file of the project instead)
+    needs_instructions: bool = True
 
 
 #: the workflows there are, by the name people use (``--workflow NAME``)
-WORKFLOWS: dict[str, WorkflowKind] = {"phased": WorkflowKind(PhasedWorkflow.start, PhasedWorkflow.open)}
+WORKFLOWS: dict[str, WorkflowKind] = {
+    "phased": WorkflowKind(PhasedWorkflow.start, PhasedWorkflow.open),
+    "tdd": WorkflowKind(TddWorkflow.start, TddWorkflow.open, needs_instructions=False),
+}
 
 
 def jobs_root(root: Path, jobs_dir: str, config_dirs: list[Path], data_dir: Path | None) -> Path:

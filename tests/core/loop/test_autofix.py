@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from anvil.core.events import AutofixApplied, Notice
+from anvil.core.events import Notice
+from anvil.core.job_events import AutofixApplied
 from anvil.core.loop.autofix import DEFAULT_FIXERS, fixer_argv, plan_fixes, run_fixers
 from anvil.core.tools import default_tools
 from anvil.runtime import fixers

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from anvil.core.events import BlockerRaised, TurnEnded
+from anvil.core.events import TurnEnded
+from anvil.core.job_events import BlockerRaised
 from anvil.core.loop.escalation import Escalation, stated_blocker
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from anvil.core.tools.interaction import HEADLESS_QUESTION, AskUser, questions_block

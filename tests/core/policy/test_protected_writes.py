@@ -139,16 +139,17 @@ async def test_a_symlink_swapped_in_after_the_approval_is_caught_when_writing(ct
     assert (project / ".anvil" / "config.toml").read_text() == CONFIG
 
 
-async def test_a_hard_link_to_a_protected_file_is_neither_read_nor_written(ctx: ToolContext, project: Path) -> None:
-    os.link(project / ".anvil" / "config.toml", project / "notes.toml")
+async def test_a_hard_link_to_a_protected_file_never_changes_it(ctx: ToolContext, project: Path) -> None:
+    # Both names are inside the project, so the tools use the file; a write replaces the name it was given (a
+    # new file renamed over it) and never rewrites the file in place, so the protected name keeps its content.
+    config = project / ".anvil" / "config.toml"
+    os.link(config, project / "notes.toml")
     assert verdict(ctx, "notes.toml", mode="auto").action == "allow"  # the policy cannot see it; the tools can
-    with pytest.raises(ToolError, match="has 2 hard links"):
-        await ReadFileTool().run(ReadFileArgs(path="notes.toml"), ctx)
-    for call in (WriteFileTool().run(WriteFileArgs(path="notes.toml", content="auto_approve = true\n"), ctx),
-                 EditFileTool().run(EditFileArgs(path="notes.toml", old_string="git", new_string="rm"), ctx)):
-        with pytest.raises(ToolError, match="has 2 hard links"):
-            await call
-    assert (project / ".anvil" / "config.toml").read_text() == CONFIG
+    assert "git status" in (await ReadFileTool().run(ReadFileArgs(path="notes.toml"), ctx)).output
+    await EditFileTool().run(EditFileArgs(path="notes.toml", old_string="git", new_string="rm"), ctx)
+    await WriteFileTool().run(WriteFileArgs(path="notes.toml", content="auto_approve = true\n"), ctx)
+    assert (project / "notes.toml").read_text() == "auto_approve = true\n"
+    assert config.read_text() == CONFIG and config.stat().st_nlink == 1
 
 
 # --- end to end: the loop, the person, headless -----------------------------------------------------------

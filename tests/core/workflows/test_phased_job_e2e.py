@@ -13,17 +13,8 @@ from typing import Any
 import yaml
 
 from anvil.config import Settings
-from anvil.core.events import (
-    ApprovalAnswered,
-    ApprovalRequested,
-    Event,
-    JobFinished,
-    PhaseEnded,
-    PhaseStarted,
-    ToolResultEvent,
-    TransitionRejected,
-    TurnEnded,
-)
+from anvil.core.events import ApprovalAnswered, ApprovalRequested, Event, ToolResultEvent, TurnEnded
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.facade import SessionFacade
 from anvil.runtime import open_runtime
 from tests.support.openai_server import ScriptedOpenAIServer

@@ -11,15 +11,8 @@ from typing import Any
 import pytest
 
 from anvil.config import Settings
-from anvil.core.events import (
-    Event,
-    JobFinished,
-    Notice,
-    PhaseStarted,
-    ToolCall,
-    ToolResultEvent,
-    TurnEnded,
-)
+from anvil.core.events import Event, Notice, ToolCall, ToolResultEvent, TurnEnded
+from anvil.core.job_events import JobFinished, PhaseStarted
 from anvil.core.loop.agent import Agent
 from anvil.core.model.scripted import ScriptedModel
 from anvil.core.tools.base import Tool, ToolArgs, ToolContext, ToolRegistry, ToolResult

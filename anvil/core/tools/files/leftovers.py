@@ -21,6 +21,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from anvil.core.private_files import private_dir
 from anvil.core.tools.files.safe_io import TEMP_SUFFIX
 
 PENDING_DIR = "pending-writes"
@@ -40,7 +41,7 @@ def pending_write(data_dir: Path, root: Path, temp: Path) -> Iterator[None]:
 
 def _write_note(directory: Path, entry: dict[str, object]) -> Path | None:
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(directory)
         note = directory / f"{os.getpid()}-{secrets.token_hex(6)}.json"
         fd = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

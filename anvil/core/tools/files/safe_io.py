@@ -12,8 +12,8 @@ them), and is renamed over it, so readers and crashes see the old file or the ne
 named ``.<name>.<random>.anvil-tmp`` and removed on any error; what a killed process leaves is cleaned up by
 :mod:`anvil.core.tools.files.leftovers`.
 
-A file with more than one hard link is refused: its other names may be outside the project, and nothing
-cheap can tell where they are.
+A file with more than one hard link is refused unless all its other names are found inside the directories the
+file tools work in (:mod:`anvil.core.tools.files.hard_links`): a name outside would make the file an outside one.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anvil.core.tools.errors import ToolError
+from anvil.core.tools.files.hard_links import check_links
 
 TEMP_SUFFIX = ".anvil-tmp"
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -45,14 +46,15 @@ class Location:
     dir_fd: int
     name: str
     path: Path
+    #: the directories the walk could start from (the project, the allowed directories), resolved
+    bases: tuple[Path, ...] = ()
 
     def close(self) -> None:
         os.close(self.dir_fd)
 
 
-def _base_of(path: Path, bases: Sequence[Path]) -> Path:
-    resolved = sorted((base.resolve() for base in bases), key=lambda base: len(base.parts), reverse=True)
-    for base in resolved:
+def _base_of(path: Path, resolved: Sequence[Path]) -> Path:
+    for base in sorted(resolved, key=lambda base: len(base.parts), reverse=True):
         if path == base or path.is_relative_to(base):
             return base
     raise ValueError(f"{path} is in none of the base directories")  # resolve_path guarantees one
@@ -68,7 +70,8 @@ def located(path: Path, bases: Sequence[Path], display: str, *, create_dirs: boo
     """``path`` (resolved, inside one of ``bases``) as an open directory and a name, walked without following
     links. ``create_dirs`` makes missing directories on the way; otherwise a missing one raises
     FileNotFoundError."""
-    base = _base_of(path, bases)
+    resolved = tuple(base.resolve() for base in bases)
+    base = _base_of(path, resolved)
     parts = path.relative_to(base).parts
     if not parts:
         raise ToolError(f"{display} is a directory, not a file. Use list_files to see what it contains.")
@@ -78,7 +81,7 @@ def located(path: Path, bases: Sequence[Path], display: str, *, create_dirs: boo
             inner = _enter(fd, part, display, create_dirs)
             os.close(fd)
             fd = inner
-        location = Location(fd, parts[-1], path)
+        location = Location(fd, parts[-1], path, resolved)
     except BaseException:
         os.close(fd)
         raise
@@ -114,7 +117,7 @@ def _is_link(fd: int, part: str) -> bool:
 
 def open_regular(location: Location, display: str) -> tuple[int, os.stat_result]:
     """The file at ``location`` opened for reading, and its status; refuses links, non-files and files with
-    several hard links. Raises FileNotFoundError when there is none."""
+    hard links outside the location's bases. Raises FileNotFoundError when there is none."""
     try:
         fd = os.open(location.name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC,
                      dir_fd=location.dir_fd)
@@ -128,6 +131,7 @@ def open_regular(location: Location, display: str) -> tuple[int, os.stat_result]
     try:
         info = os.fstat(fd)
         check_regular(info, display)
+        check_links(info, location.bases, display)
     except BaseException:
         os.close(fd)
         raise
@@ -140,11 +144,6 @@ def check_regular(info: os.stat_result, display: str) -> None:
     if not stat.S_ISREG(info.st_mode):
         raise ToolError(f"{display} is not a regular file (it is a device, socket or pipe); file tools only work "
                         "on regular files.")
-    if info.st_nlink > 1:
-        raise ToolError(f"{display} has {info.st_nlink} hard links (other names for the same file), and anvil "
-                        "cannot tell whether those are inside the project, so it treats the file as outside it: "
-                        "the file tools will not read or change it. Ask the person; they can replace it with a "
-                        "copy of its own (cp, then mv over the link).")
 
 
 def read_all(fd: int, size_hint: int = 0) -> bytes:

@@ -133,12 +133,13 @@ class OutputCollector:
 
     @property
     def log_path(self) -> Path | None:
-        """The log file, while it holds what the command printed (None when it could not be written)."""
-        return self.log.path if self.log is not None and self.log.error is None else None
+        """The log file (what a full disk kept out of it is appended once there is room)."""
+        return self.log.path if self.log is not None else None
 
     @property
     def log_error(self) -> str | None:
-        return self.log.error if self.log is not None else None
+        """Why part of the output is not in the log yet; None once all of it is."""
+        return self.log.error if self.log is not None and self.log.held else None
 
     def feed(self, data: bytes) -> None:
         text = self._pending + self._decoder.decode(data)

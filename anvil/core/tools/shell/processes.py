@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shlex
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from anvil.core.process_groups import KILL_GRACE
 from anvil.core.sandbox.blocked import Block
-from anvil.core.sandbox.lifetime import end_tagged
+from anvil.core.sandbox.lifetime import end_tagged, tagged_pids
 from anvil.core.sandbox.sandbox import Launch
 from anvil.core.tools.base import EditorTerminal, ToolContext, ToolSettings
 from anvil.core.tools.errors import ToolError
 from anvil.core.tools.paths import resolve_path
-from anvil.core.tools.shell.command_log import CappedLog, LogStore
+from anvil.core.tools.shell.command_log import LogStore
 from anvil.core.tools.shell.jobs import BackgroundJob, BackgroundJobs
 from anvil.core.tools.shell.output_capture import OutputCollector
 from anvil.core.tools.shell.spawn import DRAIN_GRACE, kill_now, launch_bash, spawn, stop
@@ -83,8 +85,7 @@ class ShellSession(BackgroundJobs):
         self.cwd = self.ctx.root
 
     def _collector(self, label: str) -> OutputCollector:
-        log = CappedLog(self.logs.new_path(label), self.ctx.settings.log_cap or _UNLIMITED)
-        self.logs.active.add(log.path)
+        log = self.logs.new_log(label, self.ctx.settings.log_cap or _UNLIMITED)
         return OutputCollector(self.ctx.settings.output_budget, log, self.ctx.secrets.mask)
 
     def _inside(self, path: Path) -> bool:
@@ -133,8 +134,8 @@ class ShellSession(BackgroundJobs):
         if track and final_dir:
             notes.extend(self._follow_cd(Path(final_dir)))
         if collector.log_error:
-            notes.append(f"The output could not be saved to a log ({collector.log_error}); what is shown "
-                         "here is all there is.")
+            notes.append(f"The output could not all be saved to its log yet ({collector.log_error}); anvil holds "
+                         "the rest in memory (within the log's cap) and appends it to the log once there is room.")
         whole = collector.whole
         output = whole.render(collector.log_path)
         failed = timed_out or exit_code != 0
@@ -189,10 +190,19 @@ class ShellSession(BackgroundJobs):
             collector.finish()
         return transport.get_returncode(), timed_out, stragglers
 
+    def kill_all_now(self) -> None:
+        """SIGKILL everything the session's commands started, without waiting (the process is ending at once)."""
+        for job in self.jobs.values():
+            kill_now(job.pid, job.launch.tag)
+        for pid in tagged_pids(self.tags):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
     async def close(self) -> None:
         """Stop every background job and whatever a command left running; registered in ``ctx.cleanups``."""
         await asyncio.gather(*(self.kill(job) for job in self.jobs.values()), return_exceptions=True)
         await end_tagged(self.tags, grace=self.kill_grace)
+        self.logs.close()  # what a full disk kept out of the logs: a last try, or said lost
 
 
 async def _in_terminal(terminal: EditorTerminal, launch: Launch, cwd: Path, timeout: float,
@@ -221,4 +231,5 @@ def shell_session(ctx: ToolContext) -> ShellSession:
         session = ShellSession(ctx)
         ctx.state["shell"] = session
         ctx.cleanups.append(session.close)
+        ctx.troubles.append(session.logs.trouble)
     return session

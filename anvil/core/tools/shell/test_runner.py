@@ -43,6 +43,32 @@ class TestPlan:
     notes: list[str] = field(default_factory=list)
 
 
+#: a command that runs a test runner: the known runners by name, and the usual ways to start them
+_TEST_RUNNER = re.compile(
+    r"(^|[\s;&|(/])(pytest|py\.test|tox|nox|jest|vitest|mocha|phpunit|rspec|ctest)(?=$|[\s;&|)])"
+    r"|\b(python3?|uv run|poetry run)\s+-m\s+(pytest|unittest)\b"
+    r"|\b(npm|pnpm|yarn|bun)\s+(run\s+)?test\b|\b(go|cargo|dotnet|mix|deno)\s+test\b|\bmake\s+(test|check)\b")
+
+
+def runs_test_runner(command: str, project_command: str | None = None) -> bool:
+    """Whether a shell command runs tests: a known runner (pytest, npm test, go test, make check ...), or the
+    project's own test command (``project_command``: the configured one, or what :func:`detect_test_command`
+    found). Stage words and workflows that gate testing ask this, so both see the same commands as tests."""
+    if _TEST_RUNNER.search(command):
+        return True
+    own = " ".join((project_command or "").replace("{path}", "").split())
+    return bool(own) and own in " ".join(command.split())
+
+
+def project_test_command(ctx: ToolContext) -> str | None:
+    """The project's test command: ``test_command`` when configured, else the one detected from its files."""
+    configured = (ctx.settings.test_command or "").strip()
+    if configured:
+        return configured.replace("{path}", "").strip()
+    plan = detect_test_command(ctx.root)
+    return plan.command if plan is not None else None
+
+
 def _has_python_tests(root: Path) -> bool:
     """Signs that pytest is the project's runner, beyond merely being a Python project."""
     if (root / "pytest.ini").exists() or (root / "conftest.py").exists():

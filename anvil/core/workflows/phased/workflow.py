@@ -12,18 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from anvil.core.events import (
-    Event,
-    JobFinished,
-    Notice,
-    PhaseEnded,
-    PhaseStarted,
-    TodoItem,
-    TodosChanged,
-    ToolCall,
-    TransitionRejected,
-    UsageReport,
-)
+from anvil.core.events import Event, Notice, TodoItem, TodosChanged, ToolCall, UsageReport
+from anvil.core.job_events import JobFinished, PhaseEnded, PhaseStarted, TransitionRejected
 from anvil.core.tools.base import Tool, ToolContext, ToolResult
 from anvil.core.workflows.base import JobError, JobStatus, Transition, Workflow
 from anvil.core.workflows.jobfiles import JobFiles
@@ -34,6 +24,7 @@ from anvil.core.workflows.phased.tools import JobComplete, PlanWrite, TodoComple
 
 #: replies without a tool call the job answers with a reminder, in a row, before it lets the turn end (and pauses)
 MAX_NUDGES = 3
+FILES = ("instructions.md", "workspace.md", "main_plan.md", "todos.yaml", "archive/", "state.yaml")
 _STRATEGIC_ONLY = {"todo_write", "job_complete"}
 
 
@@ -177,7 +168,7 @@ class PhasedWorkflow(Workflow):
     def status(self) -> JobStatus:
         state = self.state
         return JobStatus(self.name, state.job_id, self.files.dir, state.phase, state.kind, state.status,
-                         self._items(), state.title, state.session_id)
+                         self._items(), state.title, state.session_id, FILES)
 
     # -- what the job's tools do ---------------------------------------------------------------------------------
 

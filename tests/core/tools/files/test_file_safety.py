@@ -12,7 +12,7 @@ import pytest
 from anvil.core.tools.base import ToolContext
 from anvil.core.tools.edit.edit_tools import EditFileArgs, EditFileTool
 from anvil.core.tools.errors import ToolError
-from anvil.core.tools.files import safe_io
+from anvil.core.tools.files import hard_links, safe_io
 from anvil.core.tools.files.file_tools import ReadFileArgs, ReadFileTool, WriteFileArgs, WriteFileTool
 
 
@@ -93,7 +93,8 @@ async def test_a_hard_link_to_a_file_outside_is_neither_read_nor_edited(ctx, pro
     outside = tmp_path / "secret.txt"
     outside.write_text("token = abc\n")
     os.link(outside, project / "innocent.txt")
-    with pytest.raises(ToolError, match=r"innocent.txt has 2 hard links .* treats the file as outside it"):
+    with pytest.raises(ToolError, match=r"innocent.txt has 2 hard links \(other names for the same file\), and 1 of "
+                       r"them are not in the project, so anvil treats the file as outside the project"):
         await read(ctx, "innocent.txt")
     with pytest.raises(ToolError, match="has 2 hard links"):
         await edit(ctx, "innocent.txt", "abc", "stolen")
@@ -110,6 +111,31 @@ async def test_a_link_made_after_the_read_stops_the_write(ctx, project, tmp_path
     with pytest.raises(ToolError, match="has 2 hard links"):
         await edit(ctx, "app.py", "value = 1", "value = 2")
     assert (tmp_path / "elsewhere.py").read_text() == "value = 1\n"
+
+
+async def test_a_file_whose_other_names_are_all_in_the_project_is_read_and_edited(ctx, project):
+    (project / "docs").mkdir()
+    path = project / "app.py"
+    path.write_text("value = 1\n")
+    os.link(path, project / "docs" / "copy.py")
+    assert "value = 1" in await read(ctx, "app.py")
+    await edit(ctx, "app.py", "value = 1", "value = 2")
+    # replaced by a rename, never rewritten in place: the other name keeps the old content
+    assert path.read_text() == "value = 2\n" and path.stat().st_nlink == 1
+    assert (project / "docs" / "copy.py").read_text() == "value = 1\n"
+
+
+async def test_a_file_with_other_names_in_a_project_too_big_to_search_is_refused(ctx, project, monkeypatch):
+    monkeypatch.setattr(hard_links, "SEARCH_LIMIT", 10)
+    for i in range(20):
+        (project / f"f{i:02d}.txt").write_text("x\n")
+    (project / "sub").mkdir()  # entered after the 21 entries around it: past the limit
+    os.link(project / "f00.txt", project / "sub" / "zz.txt")
+    with pytest.raises(ToolError, match=r"f00.txt has 2 hard links .* anvil stopped looking for them in the project "
+                                        r"after 10 entries, so it cannot tell whether they are all inside"):
+        await read(ctx, "f00.txt")
+    monkeypatch.setattr(hard_links, "SEARCH_LIMIT", 100)
+    assert "x" in await read(ctx, "f00.txt")
 
 
 async def test_files_are_replaced_never_rewritten_in_place(ctx, project):

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import time
 from pathlib import Path
 
 import pytest
 
 from anvil.core.tools.base import ToolContext, ToolSettings
+from anvil.core.tools.shell import command_log
 from anvil.core.tools.shell.command_log import CappedLog, LogStore
 from anvil.core.tools.shell.processes import shell_session
 from anvil.core.tools.shell.shell_tools import CommandOutput, RunCommand
+from tests.support.full_disk import FullDisk
 
 MB = 1024 * 1024
 
@@ -51,7 +54,97 @@ def test_a_full_disk_stops_the_log_once_and_loses_nothing_else(tmp_path: Path) -
     log.write("first\n")
     log.write("second\n")
     log.close()
-    assert log.error == "/dev/full: No space left on device" and not log.ok
+    assert log.error == "/dev/full: No space left on device" and not log.ok and log.held == len("first\nsecond\n")
+    assert len(log.trouble.take()) == 1  # said once
+
+
+# -- a full disk, and space again: the log is completed --------------------------------------------------------
+
+
+@pytest.fixture
+def no_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(command_log, "RETRY_INTERVAL", 0.0)  # every write tries the disk again
+
+
+def test_output_held_while_the_disk_is_full_is_appended_when_space_returns(tmp_path: Path, no_wait: None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    disk = FullDisk(tmp_path / "data", monkeypatch)
+    log = CappedLog(tmp_path / "data" / "logs" / "a.log", MB)
+    log.write(numbered(0, 10))
+    disk.full = True
+    for start in range(10, 40, 10):
+        log.write(numbered(start, start + 10))  # raised nothing before either; it stopped the log for good
+    assert log.held == len(numbered(10, 40)) and disk.refused >= 3
+    assert log.path.read_text() == numbered(0, 10)  # no half piece on disk
+    disk.full = False
+    log.write(numbered(40, 50))
+    log.close()
+    assert log.path.read_text() == numbered(0, 50) and log.ok and log.held == 0
+    told = log.trouble.take()
+    assert len(told) == 2 and "No space left on device" in told[0] and "in memory" in told[0]
+    assert "works again" in told[1] and "held in memory is written now" in told[1]
+
+
+def test_a_log_that_could_not_even_be_created_is_written_when_space_returns(tmp_path: Path, no_wait: None,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    disk = FullDisk(tmp_path / "data", monkeypatch)
+    disk.full = True
+    log = CappedLog(tmp_path / "data" / "logs" / "b.log", MB)
+    log.write("first\n")
+    assert not log.path.exists() and log.held == 6
+    disk.full = False
+    log.write("second\n")
+    log.close()
+    assert log.path.read_text() == "first\nsecond\n" and stat.S_IMODE(log.path.stat().st_mode) == 0o600
+
+
+def test_what_a_full_disk_holds_stays_within_the_cap_and_the_cut_is_stated(tmp_path: Path, no_wait: None,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    disk = FullDisk(tmp_path / "data", monkeypatch)
+    log = CappedLog(tmp_path / "data" / "c.log", 64 * 1024)
+    log.write(numbered(0, 1000))  # 13 KB: part of the head
+    disk.full = True
+    for start in range(1000, 100_000, 1000):  # 1.3 MB more while full
+        log.write(numbered(start, start + 1000))
+    assert log.held <= 64 * 1024
+    disk.full = False
+    log.close()
+    text = log.path.read_text()
+    assert len(text.encode()) <= 64 * 1024
+    assert text.startswith(numbered(0, 1000)) and text.endswith("line 0099999\n")
+    marker = next(line for line in text.splitlines() if "bytes cut from the middle" in line)
+    cut = int(marker.split("…")[1].split("bytes")[0].replace(",", ""))
+    assert cut == log.cut == log.written - (len(text.encode()) - len(marker.encode()) - 2)
+    lines = [line for line in text.splitlines() if line and "bytes cut" not in line]
+    assert all(line.startswith("line ") and len(line) == 12 for line in lines)
+    numbers = [int(line[5:]) for line in lines]
+    assert numbers == sorted(numbers)  # in order, nothing twice
+
+
+def test_a_finished_log_still_holding_output_is_written_when_the_next_command_starts(
+        tmp_path: Path, no_wait: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    disk = FullDisk(tmp_path / "data", monkeypatch)
+    store = LogStore(tmp_path / "data" / "logs", "s", total_cap=10 * MB)
+    first = store.new_log("first", MB)
+    disk.full = True
+    first.write("while full\n")
+    first.close()
+    store.finished(first)
+    assert store.waiting == [first]
+    disk.full = False
+    second = store.new_log("second", MB)
+    assert store.waiting == [] and first.path.read_text() == "while full\n"
+    second.close()
+    store.finished(second)
+    # closing the session while the disk is full again: what is held is said lost, once
+    third = store.new_log("third", MB)
+    disk.full = True
+    third.write("lost\n")
+    third.close()
+    store.finished(third)
+    store.close()
+    told = store.trouble.take()
+    assert "5 bytes of output of 1 command(s) could not be written" in told[-1]
 
 
 @pytest.fixture
@@ -115,7 +208,25 @@ async def test_a_command_whose_log_cannot_be_written_still_runs(ctx: ToolContext
     tool = RunCommand()
     result = await tool.run(tool.Args(command="echo hello; echo again"), ctx)
     assert result.ok and result.output.startswith("hello\nagain\n")
-    assert result.output.count("could not be saved") == 1 and "No space left on device" in result.output
+    assert result.output.count("could not all be saved to its log yet") == 1
+    assert "No space left on device" in result.output
+
+
+async def test_a_command_run_on_a_full_disk_has_its_whole_log_once_space_returns(
+        ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    disk = FullDisk(ctx.data_dir, monkeypatch)
+    tool = RunCommand()
+    await tool.run(tool.Args(command="echo warm-up"), ctx)  # the logs directory exists, as in a session
+    disk.full = True
+    result = await tool.run(tool.Args(command="seq 1 3000"), ctx)
+    assert result.ok and result.output.count("could not all be saved to its log yet") == 1
+    log = Path(result.data["log_path"])  # type: ignore[index]
+    disk.full = False
+    again = await tool.run(tool.Args(command="echo after"), ctx)
+    assert "could not" not in again.output
+    assert log.read_text() == "".join(f"{i}\n" for i in range(1, 3001))  # the log stopped for good before
+    told = [message for trouble in ctx.troubles for message in trouble.take()]
+    assert len(told) == 2 and "No space left on device" in told[0] and "works again" in told[1]
 
 
 def test_the_total_is_checked_only_every_tenth_of_the_cap(tmp_path: Path) -> None:

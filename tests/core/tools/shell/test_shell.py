@@ -300,6 +300,17 @@ async def test_closing_the_context_kills_background_jobs(ctx: ToolContext) -> No
     assert await gone(child) and await gone(shell_pid)
 
 
+async def test_killing_everything_at_once_needs_no_event_loop_and_reaches_escaped_children(ctx: ToolContext) -> None:
+    # What anvil does when it must end at once (a signal, and the orderly close ran out of time): no awaiting.
+    await run(ctx, "setsid sleep 30 & echo child=$!; echo ready; wait", background=True)
+    child = child_pid(await read_until(ctx, "bg1", "ready"))
+    shell_pid = shell_session(ctx).jobs["bg1"].pid
+    left = child_pid((await run(ctx, "setsid sleep 30 >/dev/null 2>&1 & echo child=$!")).output)  # a command's
+    assert alive(child) and alive(shell_pid) and alive(left)  # leftover lives until the session ends
+    shell_session(ctx).kill_all_now()
+    assert await gone(child) and await gone(shell_pid) and await gone(left)
+
+
 def test_clean_output() -> None:
     assert clean_output("\x1b[32mok\x1b[0m \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n") == "ok link\n"
     assert clean_output("N\bNA\bAM\bME\n") == "NAME\n"
