@@ -7,7 +7,11 @@ a turn's ``rate`` (chunks a second; with 4-character chunks one chunk is about o
 late chunk is sent as soon as it can be. For every streamed turn it appends one JSON line to TIMINGS:
 ``first`` and ``last`` (time.monotonic() when the first and last text chunks were written; CLOCK_MONOTONIC
 is system-wide on Linux, so the benchmark can compare it with its own clock) and ``chunks``.
-Prints its URL on the first line, like the original.
+Prints its URL on the first line, like the original. It also appends ``{"request": t}`` (time.monotonic() when a
+request's first line had arrived) for every request: the moment a client's first request byte is on the wire.
+
+``serve-anthropic TURNS.json TIMINGS.jsonl``: the local Anthropic Messages API server
+(tests/support/anthropic_server.py), unpaced, with the same request timings.
 
 ``client URL``: the reference consumer: streams one completion from URL with the standard library and
 prints each text delta as it arrives (no Markdown, no layout): what the terminal and tmux cost alone.
@@ -30,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support import openai_server  # the repository root is put on sys.path just above
+from tests.support import anthropic_server, openai_server  # the repository root is put on sys.path above
 
 _original_chunks = openai_server._stream_chunks
 _timings_lock = threading.Lock()
@@ -60,9 +64,40 @@ def _paced_chunks(timings: Path) -> Any:
     return chunks
 
 
+def _timed_requests(server_class: Any, timings: Path) -> None:
+    """Make ``server_class``'s handlers log when each request's first line has arrived."""
+    make_handler = server_class._handler_class
+
+    def handler_class(self: Any) -> Any:
+        base = make_handler(self)
+
+        class Timed(base):  # type: ignore[misc, valid-type]
+            def parse_request(self) -> bool:
+                with _timings_lock, timings.open("a") as file:
+                    file.write(json.dumps({"request": time.monotonic()}) + "\n")
+                parsed = bool(super().parse_request())
+                self.path = self.path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
+                return parsed
+
+        return Timed
+
+    server_class._handler_class = handler_class
+
+
 def serve(turns_path: Path, timings: Path) -> None:
     openai_server._stream_chunks = _paced_chunks(timings)
+    _timed_requests(openai_server.ScriptedOpenAIServer, timings)
     server = openai_server.ScriptedOpenAIServer(json.loads(turns_path.read_text()))
+    print(server.url, flush=True)
+    server._httpd.serve_forever()
+
+
+def serve_anthropic(turns_path: Path, timings: Path) -> None:
+    _timed_requests(anthropic_server.ScriptedAnthropicServer, timings)
+    # Answered as they come: Claude Code (bench_first_request's peer) sends requests the tests' strict checks
+    # refuse (its own roles and beta fields); what is measured here is time, not request shapes.
+    anthropic_server.validate = lambda request: None
+    server = anthropic_server.ScriptedAnthropicServer(json.loads(turns_path.read_text()))
     print(server.url, flush=True)
     server._httpd.serve_forever()
 
@@ -101,6 +136,8 @@ async def litellm_client(url: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "serve-anthropic":
+        serve_anthropic(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "litellm":
         asyncio.run(litellm_client(sys.argv[2]))
     else:

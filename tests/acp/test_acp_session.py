@@ -57,6 +57,7 @@ async def test_prompt_streams_text_and_an_edit_shows_its_diff(project: Path, ser
                {"text": "", "tool_calls": [{"id": "edit-1", "name": "edit_file", "arguments": {
                    "path": "app.py", "old_string": "return 'hello'", "new_string": "return 'hello, world'"}}]},
                {"text": "I changed the greeting to say hello to the world."})
+    server.chunk_delay = 0.02  # pieces that arrive apart go on apart (those that queue up are joined)
     client = ScriptedClient()
     async with acp_agent(client, project, *model(server)) as conn:
         assert client.initialized.auth_methods == []  # a local server needs no key

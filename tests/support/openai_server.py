@@ -207,6 +207,9 @@ def _stream_chunks(turn: dict[str, Any], request: dict[str, Any]):
     step = int(turn.get("chunk_chars", 8))
     for start in range(0, len(text), step):
         yield chunk({"content": text[start:start + step]})
+    if "stream_error" in turn:  # an error event in the middle of the stream, as OpenAI sends one
+        yield {"error": {"message": turn["stream_error"], "type": "server_error"}}
+        return
     calls = turn.get("tool_calls", [])
     for index, call in enumerate(calls):
         call_id = call.get("id", f"call_{index}_{abs(hash(_raw_arguments(call))) % 10**8}")

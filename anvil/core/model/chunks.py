@@ -14,6 +14,7 @@ here, signature and all, because the provider checks them when they come back.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from anvil.core.events import ToolCall
@@ -21,6 +22,12 @@ from anvil.core.model.protocol import Completion, Usage
 
 #: provider_specific_fields keys that describe one chunk (pieces, citations), not the reply as a whole
 _CHUNK_ONLY_FIELDS = frozenset({"thinking_blocks", "citation", "citations", "compaction_delta", "compaction_start"})
+#: the keys of an OpenAI delta, a tool-call delta and its function that the assembler reads; any others a
+#: provider sends are kept for the replay, as litellm keeps them in ``provider_specific_fields``
+_DELTA_KEYS = frozenset({"content", "role", "tool_calls", "function_call", "refusal", "reasoning_content",
+                         "reasoning", "audio"})
+_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
 class _CallParts:
@@ -116,6 +123,56 @@ class StreamAssembler:
             return str(content)
         return ""
 
+    def add_dict(self, chunk: dict[str, Any]) -> str:
+        """:meth:`add` for a chunk as the provider's JSON (an OpenAI ``chat.completion.chunk``), read lean
+        (:mod:`anvil.core.model.lean_stream`)."""
+        usage = chunk.get("usage")
+        if usage and usage.get("prompt_tokens") is not None:
+            self.raw_usage = usage
+            self.usage = usage_of(_namespace(usage))
+        choices = chunk.get("choices")
+        if not choices:
+            return ""
+        choice = choices[0]
+        finish = choice.get("finish_reason")
+        if finish:
+            self.finish_reason = finish
+        delta = choice.get("delta")
+        if not delta:
+            return ""
+        calls = delta.get("tool_calls")
+        if calls:
+            self._add_call_dicts(calls)
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            self.reasoning.append(str(reasoning))
+        if len(delta) > 2 or "content" not in delta:  # anything beyond content (and role) is rare
+            self.fields.update((k, v) for k, v in delta.items() if k not in _DELTA_KEYS and v is not None)
+        content = delta.get("content")
+        if content:
+            self.text.append(content)
+            return str(content)
+        return ""
+
+    def _add_call_dicts(self, deltas: list[dict[str, Any]]) -> None:
+        for call in deltas:
+            index = call.get("index")
+            if index is None:
+                index = len(self.calls)
+            parts = self.calls.get(index)
+            if parts is None:
+                parts = self.calls[index] = _CallParts()
+            if call.get("id"):
+                parts.id = call["id"]
+            function = call.get("function") or {}
+            if function.get("name"):
+                parts.name = function["name"]
+            if function.get("arguments"):
+                parts.arguments.append(function["arguments"])
+            if len(call) > 3 or len(function) > 2:  # index, id/type, function: anything else is a provider's
+                parts.fields.update((k, v) for k, v in call.items() if k not in _CALL_KEYS and v is not None)
+                parts.fields.update((k, v) for k, v in function.items() if k not in _FUNCTION_KEYS and v is not None)
+
     def take_reasoning(self) -> str:
         """The reasoning that arrived since the last call ("" when none)."""
         if self._reasoning_from == len(self.reasoning):
@@ -164,6 +221,13 @@ class StreamAssembler:
         if call_fields:
             replay["tool_call_fields"] = call_fields
         return Completion("".join(self.text), calls, self.usage, None, self.finish_reason, reasoning, replay)
+
+
+def _namespace(value: Any) -> Any:
+    """A JSON object as attributes (usage_of reads litellm's objects)."""
+    if isinstance(value, dict):
+        return SimpleNamespace(**{k: _namespace(v) for k, v in value.items()})
+    return value
 
 
 def usage_of(usage: Any) -> Usage:

@@ -20,6 +20,7 @@ from anvil.core.events import ReasoningDelta, Retrying
 from anvil.core.model.caching import with_breakpoints
 from anvil.core.model.chunks import StreamAssembler
 from anvil.core.model.errors import ModelError, RetryPolicy, classify_error
+from anvil.core.model.lean_stream import lean_events
 from anvil.core.model.protocol import Completion, Reasoning, StreamItem
 from anvil.core.model.providers import Traits, outgoing, reasoning_params, thinking_possible, traits_for
 
@@ -305,9 +306,11 @@ class LiteLLMModel:
             try:
                 response = await _open_stream(litellm, request)
                 assembler = StreamAssembler()
+                lean = lean_events(response)
+                add = assembler.add if lean is None else assembler.add_dict
                 try:
-                    async for chunk in response:
-                        delta_text = assembler.add(chunk)
+                    async for chunk in lean or response:
+                        delta_text = add(chunk)
                         reasoning = assembler.take_reasoning()
                         if reasoning:
                             started_output = True
@@ -316,6 +319,8 @@ class LiteLLMModel:
                             started_output = True
                             yield delta_text
                 finally:
+                    if lean is not None:
+                        await lean.aclose()  # closes the HTTP response it reads
                     await _close_stream(response)  # an interrupted stream too: its connection goes now
                 completion = assembler.build()
                 completion.cost = self._cost(litellm, assembler.raw_usage)
@@ -353,6 +358,11 @@ class LiteLLMModel:
         reasoning), from litellm's own usage object; None when the price is unknown (local models)."""
         if usage is None:
             return None
+        if isinstance(usage, dict):  # read lean: the provider's JSON, as litellm's own usage object
+            try:
+                usage = litellm.Usage(**usage)
+            except Exception:
+                return None
         try:
             prompt_cost, completion_cost = litellm.cost_per_token(model=self.name, usage_object=usage)
             return float(prompt_cost + completion_cost)

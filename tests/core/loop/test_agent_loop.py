@@ -28,6 +28,7 @@ from tests.support.openai_server import ScriptedOpenAIServer
 async def test_text_answer_streams_and_reports_usage(server: ScriptedOpenAIServer, tmp_path: Path) -> None:
     server.add({"text": "Hello from the model, streamed in pieces.",
                 "usage": {"prompt_tokens": 120, "completion_tokens": 9}})
+    server.chunk_delay = 0.02  # pieces that arrive apart go on apart (those that queue up are joined)
     agent = make_agent(server, tmp_path)
     events = await run(agent, "hi")
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
