@@ -173,8 +173,11 @@ class Sandbox:
             raise SandboxUnavailable(unavailable_message(self.status))
         if not (sandboxed and self.active):
             return Launch(list(command), run_env, False, tag)
-        extra = [mount for path in self.shown if path.resolve() not in self._temp_dirs()
-                 for mount in self._shown(path)]  # a whole temp dir shown would undo the private one
+        # anvil's own Python (a virtualenv under /tmp, as a checkout's CI makes) and the caller's folders stay
+        # visible under the private temp dir, read-only; a whole temp dir shown would undo the private one
+        own = (Path(sys.prefix), Path(sys.base_prefix))
+        extra = [mount for path in dict.fromkeys((*own, *self.shown)) if path.resolve() not in self._temp_dirs()
+                 for mount in self._shown(path)]
         if self.settings.hosts:
             command = await self._through_proxy(command, run_env, extra)
         plan = plan_mounts(self.places, self.settings, self.base / "tmp", self.environ, extra=extra)
@@ -203,8 +206,7 @@ class Sandbox:
         extra.append(Mount("ro-bind", inside, socket_dir))
         _set_proxy_env(env, PROXY_PORT)
         forwarder = Path(__file__).with_name("forwarder.py")
-        for own in (forwarder.parent, Path(sys.prefix), Path(sys.base_prefix)):
-            extra += self._shown(own)
+        extra += self._shown(forwarder.parent)  # anvil's Python is shown already (launch)
         return [sys.executable, "-I", "-S", str(forwarder), str(inside / "proxy.sock"), "--", *command]
 
     def _shown(self, path: Path) -> list[Mount]:

@@ -157,3 +157,29 @@ def test_placeholders_go_with_the_last_session_in_the_project(tmp_path: Path) ->
     later.hold()
     later.close()
     assert not (root / ".anvil").exists()  # ...and the next session to end removes it
+
+
+def test_anvils_python_and_the_callers_folders_under_tmp_stay_readable(root: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The private temp dir hides /tmp; a virtualenv anvil runs from there (a CI checkout) and the folders a
+    caller shows (anvil eval's task folder) are bound read-only at their place; a whole temp dir never is."""
+    import asyncio
+    import sys
+    import tempfile
+
+    from anvil.core.sandbox.sandbox import Sandbox
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as venv, tempfile.TemporaryDirectory(dir="/tmp") as task:
+        monkeypatch.setattr(sys, "prefix", venv)
+        places = Places(root, data_dir=tmp_path / "data")
+        sandbox = Sandbox(SandboxSettings(mode="auto"), places, environ={"PATH": "/usr/bin"},
+                          bwrap=BwrapSupport("/usr/bin/bwrap"), shown=(Path(task), Path("/tmp")))
+        try:
+            launch = asyncio.run(sandbox.launch(["true"], root))
+        finally:
+            asyncio.run(sandbox.close())
+        text = " ".join(launch.argv)
+        assert launch.sandboxed
+        assert f"--ro-bind {Path(venv).resolve()} {Path(venv).resolve()}" in text
+        assert f"--ro-bind {Path(task).resolve()} {Path(task).resolve()}" in text
+        assert "--ro-bind /tmp /tmp" not in text
