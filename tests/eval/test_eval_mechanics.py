@@ -26,6 +26,12 @@ GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COM
        "GIT_COMMITTER_EMAIL": "t@example.invalid"}
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """Ctrl+C as a person's shell delivers it: an earlier test of the suite may leave SIGINT ignored in pytest's
+    process, and an ignored signal stays ignored across exec (the eval then ran to its end, exit 0)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_two_runs_at_a_time_and_ctrl_c_keeps_what_finished(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     make_task(suite, "a-slow", verify="true")
@@ -36,7 +42,8 @@ def test_two_runs_at_a_time_and_ctrl_c_keeps_what_finished(tmp_path: Path) -> No
         "b-quick": [write("done.txt", "yes\n"), say("Done.")]})
     out = tmp_path / "out"
     process = subprocess.Popen(anvil_command("eval", str(suite), "--model", model, "--jobs", "2", "--out", str(out)),
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_sigint_as_at_a_terminal)
     try:
         deadline = time.monotonic() + 120
         results = out / "results.jsonl"
