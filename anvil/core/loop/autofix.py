@@ -17,15 +17,12 @@ comes back as a unified diff for the person and the task's result.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import shlex
-import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from anvil.core.sandbox.lifetime import end_tagged
+from anvil.core.sandbox.lifetime import kill_launched
 from anvil.core.sandbox.sandbox import Sandbox, SandboxUnavailable
 from anvil.core.session.checkpoints import CheckpointStore, NullCheckpointStore
 from anvil.core.tools.files.lint import LANGUAGES, installed
@@ -135,11 +132,7 @@ async def _run_one(template: str, files: list[str], root: Path, sandbox: Sandbox
     try:
         await asyncio.wait_for(process.wait(), timeout)
     except (TimeoutError, asyncio.CancelledError) as exc:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await end_tagged(launch.tag, grace=0)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(process.wait(), 5)
+        await kill_launched(process, launch.tag)
         if isinstance(exc, asyncio.CancelledError):
             raise
         return shown, f"`{shown}` did not finish within {timeout:g}s and was stopped"

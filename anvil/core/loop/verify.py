@@ -9,16 +9,13 @@ errors usually are), and the turn goes on for a bounded number of extra model ca
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from anvil.core.context.snapshot import ENGINE_MARK
-from anvil.core.sandbox.lifetime import end_tagged
+from anvil.core.sandbox.lifetime import kill_launched
 from anvil.core.sandbox.sandbox import Sandbox, SandboxUnavailable
 
 TAIL_LINES = 60
@@ -70,11 +67,7 @@ async def run_check(command: str, root: Path, timeout: float, sandbox: Sandbox |
     try:
         out, _ = await asyncio.wait_for(process.communicate(), timeout)
     except (TimeoutError, asyncio.CancelledError) as exc:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await end_tagged(launch.tag, grace=0)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(process.wait(), 5)
+        await kill_launched(process, launch.tag)
         if isinstance(exc, asyncio.CancelledError):
             raise
         return CheckResult(command, False, None, f"No result within {timeout:g}s; the command was stopped.",

@@ -67,3 +67,13 @@ async def end_tagged(tags: str | Collection[str], *, grace: float = KILL_GRACE) 
             return len(pids)
     _signal_all(tagged_pids(tags), signal.SIGKILL)
     return len(pids)
+
+
+async def kill_launched(process: asyncio.subprocess.Process, tag: str) -> None:
+    """A launched command that ran out of time (or whose caller was cancelled) ends at once: its process group,
+    anything else carrying its tag (a sandbox's processes leave the group), then it is reaped."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    await end_tagged(tag, grace=0)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(process.wait(), 5)
