@@ -60,13 +60,18 @@ def request(args: list[str]) -> dict[str, Any]:
 
 
 def _run(conn: socket.socket, args: list[str]) -> int | None:
+    proof = open_proof(conn)
+    if proof is None:  # this process may not read the engine's: it is confined, and so must its run be
+        return None
     relay = Relay()  # from before the request: a signal that comes meanwhile is for the run
     try:
         fds = [_fd_or_devnull(number) for number in range(3)]
-        wire.send(conn, request(args), fds)
+        wire.send(conn, request(args), [*fds, proof])
         reply, _ = wire.receive(conn)
     except (OSError, wire.WireError):
         reply = {}
+    finally:
+        os.close(proof)
     if "pid" not in reply:
         relay.give_back()
         if reply.get("refused") == "stale":
@@ -75,6 +80,18 @@ def _run(conn: socket.socket, args: list[str]) -> int | None:
     conn.settimeout(None)
     relay.attach(int(reply["pid"]))
     return relay.wait(conn)
+
+
+def open_proof(conn: socket.socket) -> int | None:
+    """The engine's ``/proc/<pid>/environ``, opened here: the engine serves only a client that can (see
+    :func:`anvil.engine.peer.unproven`). None when this process cannot: a Landlock domain or another confinement."""
+    pid, _uid = wire.peer_ids(conn)
+    if pid <= 0:
+        return None
+    try:
+        return os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def _fd_or_devnull(number: int) -> int:

@@ -10,8 +10,12 @@ groups, capabilities, seccomp, ``no_new_privs``, LSM label and cgroups are all t
 limits are taken from there too (a run gets the client's, never the engine's). Anything that cannot be read
 is a refusal, and a refused client runs the command itself.
 
-What ``/proc`` does not show cannot be compared: a Landlock domain is the known case (see README, "The warm
-engine"), which is one reason the engine is off unless the person turns it on.
+What ``/proc`` does not show cannot be compared: a Landlock domain is the known case. The kernel answers that
+one in another way. A process confined by Landlock (or by any LSM that guards ``ptrace``) may not read the memory
+or environment of a process outside its confinement, and opening ``/proc/<pid>/environ`` is checked as such a
+read. So a client must send, beside its streams, a descriptor it opened on the engine's own
+``/proc/<engine pid>/environ``. Only a client at least as free as the engine can open it
+(:func:`unproven`), and a client inside a Landlock domain the engine is not in cannot.
 """
 
 from __future__ import annotations
@@ -77,6 +81,26 @@ def refusal(sock: socket.socket) -> str | None:
     differing = sorted(name for name in ours.keys() | theirs.keys() if ours.get(name) != theirs.get(name))
     if differing:
         return f"the client runs with other bounds than the engine ({', '.join(differing)})"
+    return None
+
+
+def unproven(fds: list[int]) -> str | None:
+    """Why the descriptors of a run do not prove that the client may read the engine's process (None: they do).
+
+    The fourth descriptor must be this process's ``/proc/<pid>/environ``, opened by the client: the same file
+    (device and inode), under the path the kernel names for it, reading what this process's own environment
+    reads. The client cannot have opened it if an LSM (Landlock among them) confines it and not the engine.
+    """
+    if len(fds) != 4:
+        return "the run did not prove it may read the engine's process"
+    proof, own = fds[3], f"/proc/{os.getpid()}/environ"
+    try:
+        named, found, expected = os.readlink(f"/proc/self/fd/{proof}"), os.fstat(proof), os.stat(own)
+        same_text = os.pread(proof, 1 << 16, 0) == Path("/proc/self/environ").read_bytes()[:1 << 16]
+    except OSError as exc:
+        return f"the client's proof cannot be checked ({exc})"
+    if named != own or (found.st_dev, found.st_ino) != (expected.st_dev, expected.st_ino) or not same_text:
+        return "the client may not read the engine's process (a Landlock domain or another confinement)"
     return None
 
 

@@ -119,7 +119,7 @@ class Engine:
             request, fds = wire.receive(conn, with_fds=True)
             conn.settimeout(None)
             self.last_used = time.monotonic()
-            refused = peer.refusal(conn) if request.get("kind") == "run" else None
+            refused = peer.refusal(conn) or peer.unproven(fds) if request.get("kind") == "run" else None
             if refused is not None:
                 print(f"anvil engine: refused a run from pid {pid}: {refused}", file=sys.stderr, flush=True)
                 wire.send(conn, {"refused": "context", "reason": refused})
@@ -144,7 +144,7 @@ class Engine:
         elif kind == "stop":
             wire.send(conn, {"stopped": os.getpid()})
             self.stopping = True
-        elif kind != "run" or len(fds) != 3:
+        elif kind != "run" or len(fds) != 4:
             wire.send(conn, {"refused": "not a run"})
         elif source_fingerprint() != self.fingerprint:
             wire.send(conn, {"refused": "stale", "reason": "anvil's files changed since the engine started"})

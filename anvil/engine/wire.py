@@ -1,8 +1,9 @@
 """The engine's messages: one JSON object per message, length-prefixed, file descriptors beside the first bytes.
 
 A run's request goes from the client to the engine with the client's stdin, stdout and stderr attached
-(``SCM_RIGHTS``); everything else is a plain message: the child's pid, then its exit code; the engine's
-status; a refusal with its reason.
+(``SCM_RIGHTS``), and a fourth descriptor that proves the client may read the engine's process
+(:func:`anvil.engine.peer.unproven`); everything else is a plain message: the child's pid, then its exit code;
+the engine's status; a refusal with its reason.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 _LENGTH = struct.Struct("!I")
 #: a request carries the whole environment; anything much larger is not one
 MAX_MESSAGE = 16 * 1024 * 1024
-MAX_FDS = 3
+MAX_FDS = 4
 
 
 class WireError(Exception):
@@ -73,6 +74,12 @@ def _recv(sock: socket.socket, size: int) -> bytes:
 
 def peer_uid(sock: socket.socket) -> int:
     """The user id of the process at the other end of a Unix socket (the kernel's word, not the peer's)."""
+    return peer_ids(sock)[1]
+
+
+def peer_ids(sock: socket.socket) -> tuple[int, int]:
+    """(pid, uid) of the process at the other end of a Unix socket, as the kernel recorded them (pid 0: it is in
+    another pid namespace)."""
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid
+    pid, uid, _gid = struct.unpack("3i", creds)
+    return pid, uid

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,7 +116,29 @@ def test_a_changed_source_file_makes_the_engine_refuse_and_stop(tmp_path: Path,
     monkeypatch.setattr(server, "source_fingerprint", lambda: {"anvil/x.py": 2.0})
     left, right = socket.socketpair()
     with left, right:
-        engine._handle(left, {"protocol": 1, "kind": "run"}, [0, 1, 2])
+        engine._handle(left, {"protocol": 1, "kind": "run"}, [0, 1, 2, 0])
         reply, _ = wire.receive(right)
     assert reply["refused"] == "stale"
     assert engine.stopping
+
+
+def test_only_the_engine_s_own_environ_proves_a_client_may_read_it(tmp_path: Path) -> None:
+    own = os.open(f"/proc/{os.getpid()}/environ", os.O_RDONLY)
+    via_self = os.open("/proc/self/environ", os.O_RDONLY)  # the same file, named by the kernel as /proc/self/...
+    lookalike = tmp_path / "environ"
+    lookalike.write_bytes(Path("/proc/self/environ").read_bytes())
+    forged = os.open(lookalike, os.O_RDONLY)
+    another = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        other = os.open(f"/proc/{another.pid}/environ", os.O_RDONLY)
+        assert peer.unproven([0, 1, 2, own]) is None
+        assert peer.unproven([0, 1, 2, via_self]) is None
+        assert peer.unproven([0, 1, 2]) == "the run did not prove it may read the engine's process"
+        for fd in (forged, other):
+            assert "may not read the engine's process" in str(peer.unproven([0, 1, 2, fd]))
+        os.close(other)
+    finally:
+        another.kill()
+        another.wait()
+        for fd in (own, via_self, forged):
+            os.close(fd)
