@@ -17,6 +17,8 @@ commands:
   anvil sessions        this project's sessions; --prune removes old ones
   anvil trust [PATH]    trust a folder's .anvil/ settings; --list, --forget
   anvil acp             serve an editor over the Agent Client Protocol
+  anvil engine status   the warm engine that starts runs at once (stop, start;
+                        ANVIL_ENGINE=off turns it off)
   anvil -V, --version   print the version
 
 model and keys:

@@ -29,6 +29,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for name in list(os.environ):
         if name.startswith("ANVIL_") or name in LIVE_KEYS:
             monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANVIL_ENGINE", "off")  # no test's `anvil` starts a background engine unless it asks for one
     return home
 
 

@@ -15,9 +15,9 @@ START_WAIT = 120.0
 def engine_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="anvil engine", description="The warm engine: a background process that has imported anvil and "
-        "litellm, and forks a fresh process for each run, so runs start in a fraction of a second. It is off unless "
-        "ANVIL_ENGINE=on: then `anvil` uses it, and starts it when it is not running (not under CI); it exits "
-        "after 15 minutes unused.")
+        "litellm, and forks a fresh process for each run, so runs start in a fraction of a second. `anvil` uses "
+        "it, and starts it when it is not running (not under CI); it exits after 15 minutes unused. "
+        "ANVIL_ENGINE=off in the environment turns it off.")
     parser.add_argument("action", choices=["status", "stop", "start"], help="status: is one running (its pid, "
                         "memory, runs served); stop: end it (runs in progress go on); start: start one and wait "
                         "until it is warm")

@@ -26,6 +26,8 @@ RLIMITS = ("RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_CORE", "RLIMIT_AS", "RLIMIT_
 
 def run_in_engine(args: list[str]) -> int | None:
     """The run's exit code once the engine has run it; None when it did not start it (the caller runs it)."""
+    if not in_the_foreground():  # a run sent to the background stays under the terminal's job control, here
+        return None
     path = paths.socket_path()
     if not os.path.lexists(path):  # no engine yet: this run goes on here, the next one gets one
         start_in_background()
@@ -80,6 +82,18 @@ def _run(conn: socket.socket, args: list[str]) -> int | None:
     conn.settimeout(None)
     relay.attach(int(reply["pid"]))
     return relay.wait(conn)
+
+
+def in_the_foreground() -> bool:
+    """False when stdin is a terminal whose foreground is another process group (``anvil &``): such a process is
+    stopped by the terminal when it reads or sets it up, which the engine's child, outside the terminal's session,
+    would not be."""
+    if not os.isatty(0):
+        return True
+    try:
+        return os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return True
 
 
 def open_proof(conn: socket.socket) -> int | None:

@@ -291,8 +291,22 @@ def test_a_socket_that_is_not_private_is_not_used(home: Path) -> None:
     assert "not using the engine" in result.stderr and "another user" in result.stderr
 
 
+def test_by_default_the_first_run_starts_the_engine_for_the_next(home: Path) -> None:
+    env = engine_env(home)
+    del env["ANVIL_ENGINE"]
+    with contextlib.ExitStack() as cleanup:
+        result = run(["-p", "hi", "--model", "scripted"], env, home)
+        cleanup.callback(subprocess.run, client("engine", "stop"), env=env, capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "scripted model" in result.stdout
+        wait_for(lambda: status(env, home) is not None, "the engine to be warm")
+        served = status(env, home)["served"]  # type: ignore[index]
+        assert run(["-p", "hi", "--model", "scripted"], env, home).returncode == 0
+        assert status(env, home)["served"] == served + 1  # type: ignore[index, operator]
+
+
 def test_without_an_engine_everything_runs_here(home: Path) -> None:
-    for name, extra in (("default", {"ANVIL_ENGINE": ""}), ("off", {"ANVIL_ENGINE": "off"}), ("ci", {"CI": "true"})):
+    for name, extra in (("off", {"ANVIL_ENGINE": "off"}), ("zero", {"ANVIL_ENGINE": "0"}), ("ci", {"CI": "true"})):
         env = engine_env(home / name, **extra)
         result = run(["-p", "hi", "--model", "scripted"], env, home)
         assert result.returncode == 0, result.stderr

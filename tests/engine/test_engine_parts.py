@@ -72,15 +72,14 @@ def test_a_directory_others_may_enter_is_refused(tmp_path: Path) -> None:
         paths.check_private(link, want_dir=True)
 
 
-def test_the_engine_is_off_unless_turned_on_and_quick_commands_skip_it() -> None:
-    on = {"ANVIL_ENGINE": "on"}
-    assert engine_wanted(["-p", "hi"], on)
-    assert engine_wanted([], {"ANVIL_ENGINE": "1"})
+def test_the_engine_is_on_unless_turned_off_and_quick_commands_skip_it() -> None:
+    for environ in ({}, {"ANVIL_ENGINE": ""}, {"ANVIL_ENGINE": "on"}, {"ANVIL_ENGINE": "1"}):
+        assert engine_wanted(["-p", "hi"], environ)
+        assert engine_wanted([], environ)
     for args in (["--version"], ["--help"], ["sessions"], ["trust"], ["acp"], ["-p", "x", "-h"]):
-        assert not engine_wanted(args, on)
-    for value in ("off", "0", "no", "false", "OFF", "", "maybe"):
+        assert not engine_wanted(args, {})
+    for value in ("off", "0", "no", "false", "OFF", " Off "):
         assert not engine_wanted(["-p", "hi"], {"ANVIL_ENGINE": value})
-    assert not engine_wanted(["-p", "hi"], {})
 
 
 def test_a_process_in_the_engines_own_context_is_served_and_its_limits_read() -> None:
@@ -142,3 +141,21 @@ def test_only_the_engine_s_own_environ_proves_a_client_may_read_it(tmp_path: Pat
         another.wait()
         for fd in (own, via_self, forged):
             os.close(fd)
+
+
+def test_a_run_in_the_background_of_its_terminal_is_not_handed_over() -> None:
+    import pty
+
+    probe = ("import fcntl, os, sys, termios\n"
+             "os.setsid(); fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"  # the terminal is this session's, like a shell's
+             "if sys.argv[1] == 'background':\n"
+             "    os.setpgid(0, 0) if os.fork() == 0 else (os.wait(), sys.exit(0))\n"  # a job that is not in front
+             "from anvil.engine.handoff import in_the_foreground\n"
+             "print(sys.argv[1], in_the_foreground(), file=sys.stderr)\n")
+    for where, expected in (("foreground", True), ("background", False)):
+        leader, follower = pty.openpty()
+        result = subprocess.run([sys.executable, "-c", probe, where], stdin=follower, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, timeout=60)
+        os.close(leader)
+        os.close(follower)
+        assert result.stderr.strip() == f"{where} {expected}", result.stderr
