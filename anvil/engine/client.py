@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def engine_wanted(args: list[str], environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
-    """Whether this run goes through the engine: unless the person turned it off (``ANVIL_ENGINE=off``)."""
-    if environ.get("ANVIL_ENGINE", "").strip().lower() in ENGINE_OFF:
+    """Whether this run goes through the engine: unless the person turned it off (``ANVIL_ENGINE=off``), on Linux
+    (elsewhere there is no ``/proc`` to check a client by, so an engine would refuse every run)."""
+    if environ.get("ANVIL_ENGINE", "").strip().lower() in ENGINE_OFF or not sys.platform.startswith("linux"):
         return False
     return not (args[:1] and args[0] in DIRECT_COMMANDS) and not any(a in DIRECT_FLAGS for a in args)
 

@@ -82,6 +82,11 @@ def test_the_engine_is_on_unless_turned_off_and_quick_commands_skip_it() -> None
         assert not engine_wanted(["-p", "hi"], {"ANVIL_ENGINE": value})
 
 
+def test_the_engine_is_linux_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")  # no /proc to check a client by: it would refuse every run
+    assert not engine_wanted(["-p", "hi"], {"ANVIL_ENGINE": "on"})
+
+
 def test_a_process_in_the_engines_own_context_is_served_and_its_limits_read() -> None:
     import resource
 
