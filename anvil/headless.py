@@ -21,11 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -59,6 +58,7 @@ from anvil.facade import SessionFacade
 from anvil.frontend.jobs import JobLaunch
 from anvil.frontend.lines import describe, short
 from anvil.frontend.prompt import CONTINUE_HEADLESS, prepare_prompt, prompt_turn
+from anvil.frontend.signal_exit import EndOnSignal, interrupt_on_sigint
 from anvil.frontend.tasks import TaskLaunch, TaskTurn
 from anvil.runtime import Runtime
 
@@ -214,12 +214,16 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
         output.complain(problem)
         await session.close()
         return EXIT_ERROR
+    ending = EndOnSignal(asyncio.get_running_loop().call_soon_threadsafe, lambda _: session.interrupt(),
+                         session.close_now)  # SIGTERM, SIGHUP: the turn interrupted, its result written, 128+N
     if input_format == "stream-json":
         try:
-            with _interrupt_on_sigint(session):
-                return await _conversation(session, prompt, output, stdin or sys.stdin)
+            with interrupt_on_sigint(session.interrupt, EXIT_INTERRUPTED), ending:
+                code = await _conversation(session, prompt, output, stdin or sys.stdin, ending)
         finally:
             await session.close()
+        ending.end()
+        return code
     task_turn = TaskTurn(session, task, blocking=True) if task is not None else None
     try:
         stream = _job_stream(session, job, prompt or "")
@@ -228,11 +232,14 @@ async def run_headless(runtime: Runtime, prompt: str | None, output_format: str 
         await session.close()
         return EXIT_ERROR
     try:
-        with _interrupt_on_sigint(session):
+        with interrupt_on_sigint(session.interrupt, EXIT_INTERRUPTED), ending:
             run = await _turn(session, prompt or "", output, task_turn.events() if task_turn else stream)
     finally:
         await session.close()
-    return output.finish(run, session, task_turn.result if task_turn else None)
+    with contextlib.suppress(OSError) if ending.signum else contextlib.nullcontext():  # a hung-up terminal
+        code = output.finish(run, session, task_turn.result if task_turn else None)
+    ending.end()
+    return code
 
 
 def _job_stream(session: SessionFacade, job: JobLaunch | None, prompt: str) -> AsyncIterator[Event] | None:
@@ -245,10 +252,12 @@ def _job_stream(session: SessionFacade, job: JobLaunch | None, prompt: str) -> A
     return session.start_job(job.workflow, instructions)
 
 
-async def _conversation(session: SessionFacade, prompt: str | None, output: _Output, stdin: TextIO) -> int:
+async def _conversation(session: SessionFacade, prompt: str | None, output: _Output, stdin: TextIO,
+                        ending: EndOnSignal) -> int:
     """A turn for each user message on stdin, each ending with its result line; the last turn's exit code (1
     when a line was not a user message), 130 at once when interrupted."""
     lines = _lines(stdin)
+    ending.also(lambda _: lines.put_nowait(None))  # a signal: no next message
     code, rejected, turns = EXIT_OK, False, 0
     number = 0
     pending = [prompt] if prompt and prompt.strip() else []
@@ -269,7 +278,7 @@ async def _conversation(session: SessionFacade, prompt: str | None, output: _Out
         code = output.finish(await _turn(session, text, output), session)
         if code == EXIT_INTERRUPTED:
             return code
-    if turns == 0:
+    if turns == 0 and ending.signum is None:
         output.complain("stdin held no user message. Send one JSON object a line: "
                         '{"type": "user", "message": {"role": "user", "content": "..."}}')
         return EXIT_USAGE
@@ -346,28 +355,6 @@ async def _turn(session: SessionFacade, prompt: str, output: _Output,
             case TurnEnded():
                 run.ended = event
     return run
-
-
-@contextlib.contextmanager
-def _interrupt_on_sigint(session: SessionFacade) -> Iterator[None]:
-    """Ctrl+C interrupts the turn (exit 130 once it has ended); a second one quits at once."""
-    loop = asyncio.get_running_loop()
-    presses = 0
-
-    def on_sigint() -> None:
-        nonlocal presses
-        presses += 1
-        session.interrupt()
-        if presses > 1:  # the person really wants out
-            raise SystemExit(EXIT_INTERRUPTED)
-
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
 
 
 def result_object(session: SessionFacade, run: _Run, task: dict[str, Any] | None = None) -> dict[str, Any]:

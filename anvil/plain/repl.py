@@ -57,6 +57,7 @@ from anvil.frontend.jobs import JobLaunch
 from anvil.frontend.keys import CTRL_C_TEXT, CtrlC
 from anvil.frontend.lines import answered_text, progress_text
 from anvil.frontend.prompt import is_command, prepare_prompt, prompt_turn
+from anvil.frontend.signal_exit import EndOnSignal
 from anvil.frontend.welcome import farewell_text, welcome_text
 from anvil.plain.commands import run_slash, show_session
 from anvil.plain.input import KeyReader, PlainCompleter
@@ -261,6 +262,13 @@ class PlainRepl(TerminalWriter):
         if self.busy:
             self.session.interrupt()
 
+    def end_on_signal(self, _signum: int) -> None:
+        """SIGTERM or SIGHUP: the turn interrupted, the prompt given up, the session closed as on /exit."""
+        self.exit_requested = True
+        self.interrupt()
+        if self.prompt.app.is_running:
+            self.prompt.app.exit(exception=EOFError())
+
     def _cycle_mode_while_busy(self) -> None:
         self.say(f"ℹ Approval mode: {self.session.next_mode()} (from the next call on).")
 
@@ -395,5 +403,12 @@ class PlainRepl(TerminalWriter):
 
 async def run_plain(runtime: Runtime, *, input: Input | None = None, output: Output | None = None,
                     job: JobLaunch | None = None, first_prompt: str | None = None) -> int:
-    """Run the REPL until /exit, Ctrl+D or Ctrl+C twice; closes the runtime's session. Returns the exit status."""
-    return await PlainRepl(runtime, input=input, output=output, job=job).run(first_prompt)
+    """Run the REPL until /exit, Ctrl+D or Ctrl+C twice; closes the runtime's session. Returns the exit status
+    (128 + the signal after SIGTERM or SIGHUP: :class:`anvil.frontend.signal_exit.EndOnSignal`)."""
+    repl = PlainRepl(runtime, input=input, output=output, job=job)
+    ending = EndOnSignal(asyncio.get_running_loop().call_soon_threadsafe, repl.end_on_signal,
+                         lambda: repl.session.close_now())
+    with ending:
+        code = await repl.run(first_prompt)
+    ending.end()
+    return code

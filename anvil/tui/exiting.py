@@ -1,7 +1,7 @@
 """How the app ends: /exit, Ctrl+C twice, Ctrl+Q, and SIGTERM or SIGHUP (a closed terminal) within 2 seconds.
 
 Every way out closes the session the same way (the running turn interrupted; hooks, MCP servers and commands
-ended; the session file closed). A signal is heard by a thread of its own (:mod:`anvil.tui.signal_exit`), which
+ended; the session file closed). A signal is heard by a thread of its own (:mod:`anvil.frontend.signal_exit`), which
 also ends the process itself should that close not be done in time; the terminal driver is one that a hung-up
 terminal cannot block (:mod:`anvil.tui.terminal_driver`).
 """
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 
+from anvil.frontend.signal_exit import SignalExit, exit_code, flush_and_end
 from anvil.frontend.welcome import farewell_text
-from anvil.tui.signal_exit import SignalExit, exit_code, flush_and_end
 
 if TYPE_CHECKING:
     from textual.driver import Driver

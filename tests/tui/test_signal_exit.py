@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from textual.drivers._writer_thread import MAX_QUEUED_WRITES, WriterThread
 
-from anvil.tui.signal_exit import EXIT_DEADLINE
+from anvil.frontend.signal_exit import EXIT_DEADLINE
 from anvil.tui.terminal_driver import AnvilDriver, _Output, terminal_gone
 from tests.conftest import REPO
 
@@ -83,7 +83,7 @@ def test_the_sigcont_of_a_hangup_restarts_nothing(hung_up: int) -> None:
 STUCK_APP = """
 import os, signal, sys, time
 from pathlib import Path
-from anvil.tui.signal_exit import SignalExit
+from anvil.frontend.signal_exit import SignalExit
 
 marker = Path(sys.argv[1])
 # an app whose event loop never runs what it is asked (it is stuck): only the deadline can end it

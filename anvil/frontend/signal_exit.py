@@ -1,4 +1,6 @@
-"""SIGTERM and SIGHUP end the app within :data:`EXIT_DEADLINE` seconds, with the session flushed, whatever hangs.
+"""SIGTERM and SIGHUP end anvil within :data:`EXIT_DEADLINE` seconds, with the session flushed, whatever hangs.
+
+:class:`SignalExit` is the app's (below); :class:`EndOnSignal` is for ``-p`` and the plain REPL.
 
 The signals are watched by a thread of their own, not by the event loop: Python's signal handler writes the
 signal's number to a pipe (``signal.set_wakeup_fd``) from the C level, so the thread hears it even when the loop
@@ -18,7 +20,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: seconds from SIGTERM or SIGHUP to the end of the process, at the latest
@@ -130,3 +132,105 @@ def flush_and_end(code: int) -> None:
             if stream is not None:
                 stream.flush()
     os._exit(code)
+
+
+class EndOnSignal:
+    """SIGTERM and SIGHUP for the front ends that own no terminal to hang on (``-p``, the plain REPL).
+
+    A Python-level handler (it runs in the main thread, and a signal wakes the event loop's wait) notes the
+    first signal, asks the loop to interrupt the turn (``on_signal``, run there), and starts a timer thread. The
+    front end writes what it has (the turn's end, the result line) and calls :meth:`end`, which ends the process
+    with 128 + the signal. If that has not happened within :data:`EXIT_DEADLINE` seconds, the timer ends the
+    process itself after ``close_now`` (commands killed, the session's records written). A second signal changes
+    nothing. Without a signal, :meth:`end` does nothing and the handlers go back to what they were on leaving.
+    """
+
+    def __init__(self, call_soon: Callable[..., Any], on_signal: Callable[[int], None],
+                 close_now: Callable[[], None]) -> None:
+        self._call_soon = call_soon
+        self._on_signal = [on_signal]
+        self._close_now = close_now
+        self.signum: int | None = None
+        self.finished = threading.Event()
+        self._previous: dict[int, Any] = {}
+        self._terminal: Any = None
+
+    def also(self, callback: Callable[[int], None]) -> None:
+        """Another thing to do on the loop when the signal comes (stop reading the next message, say)."""
+        self._on_signal.append(callback)
+
+    def __enter__(self) -> EndOnSignal:
+        self._terminal = _terminal_settings()
+        if threading.current_thread() is threading.main_thread():
+            with contextlib.suppress(ValueError, OSError):
+                for signum in WATCHED:
+                    self._previous[signum] = signal.signal(signum, self._heard)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.signum is not None:
+            return  # ending: the handlers stay, so that a second signal is as harmless as the first said
+        for signum, handler in self._previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, handler)
+
+    def end(self) -> None:
+        """The front end has written what it had: when a signal came, the process ends now with its code."""
+        if self.signum is not None:
+            self.finished.set()
+            flush_and_end(exit_code(self.signum))
+
+    def _heard(self, signum: int, _frame: Any) -> None:
+        if self.signum is not None:
+            return
+        self.signum = signum
+        threading.Thread(target=self._backstop, name="anvil-signal-deadline", daemon=True).start()
+        for callback in self._on_signal:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the front end is ending anyway
+                self._call_soon(callback, signum)
+
+    def _backstop(self) -> None:
+        if self.finished.wait(EXIT_DEADLINE):
+            return
+        with contextlib.suppress(Exception):  # nothing may keep the process from ending now
+            self._close_now()
+        if self._terminal is not None:  # the plain REPL may have been reading keys raw
+            with contextlib.suppress(Exception):
+                import termios
+
+                termios.tcsetattr(0, termios.TCSANOW, self._terminal)
+        flush_and_end(exit_code(self.signum or signal.SIGTERM))
+
+
+def _terminal_settings() -> Any:
+    """stdin's terminal attributes, or None when it is no terminal."""
+    try:
+        import termios
+
+        return termios.tcgetattr(0) if os.isatty(0) else None
+    except Exception:
+        return None
+
+
+@contextlib.contextmanager
+def interrupt_on_sigint(interrupt: Callable[[], None], quit_code: int) -> Iterator[None]:
+    """Ctrl+C (SIGINT) interrupts the turn; a second one quits at once with ``quit_code``. On the running loop."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_sigint() -> None:
+        nonlocal presses
+        presses += 1
+        interrupt()
+        if presses > 1:  # the person really wants out
+            raise SystemExit(quit_code)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
