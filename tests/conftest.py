@@ -87,7 +87,8 @@ SLOW_MODULES = (
     "tests/test_patch_e2e.py", "tests/test_policy_attacks_e2e.py", "tests/test_claude_hooks_e2e.py",
     "tests/test_headless.py", "tests/test_headless_new_user.py", "tests/test_headless_stream_input.py",
     "tests/test_trust_headless.py", "tests/test_sandbox_headless.py", "tests/test_mcp_headless.py",
-    "tests/test_reliability.py", "tests/acp/test_acp_clients.py",
+    "tests/test_reliability.py", "tests/acp/test_acp_clients.py", "tests/test_headless_signals.py",
+    "tests/engine/test_engine.py", "tests/engine/test_engine_landlock.py",
 )
 #: Single tests elsewhere that start whole anvil processes (20 s and more each in a full run on 2 cores).
 SLOW_TESTS = (
