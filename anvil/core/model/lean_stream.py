@@ -54,8 +54,8 @@ async def _batches(response: Any) -> AsyncGenerator[list[dict[str, Any]], None]:
 
     events = EventData()
     timeouts, failures = _transport_exceptions()
+    pieces = response.aiter_bytes()
     try:
-        pieces = response.aiter_bytes()
         while True:
             try:
                 piece = await pieces.__anext__()
@@ -73,6 +73,7 @@ async def _batches(response: Any) -> AsyncGenerator[list[dict[str, Any]], None]:
             if done:
                 return
     finally:
+        await pieces.aclose()
         await response.aclose()
 
 
