@@ -10,6 +10,10 @@ is system-wide on Linux, so the benchmark can compare it with its own clock) and
 Prints its URL on the first line, like the original. It also appends ``{"request": t}`` (time.monotonic() when a
 request's first line had arrived) for every request: the moment a client's first request byte is on the wire.
 
+``serve-prerendered TURNS.json``: the same server, but each turn's events are rendered to bytes when the server
+starts and written 256 KB at a time (no pacing, no timings), so that a client reading a fast stream (bench_chunks'
+tool-call arguments) is measured rather than the server's own ``json.dumps`` and write per event.
+
 ``serve-anthropic TURNS.json TIMINGS.jsonl``: the local Anthropic Messages API server
 (tests/support/anthropic_server.py), unpaced, with the same request timings.
 
@@ -92,6 +96,64 @@ def serve(turns_path: Path, timings: Path) -> None:
     server._httpd.serve_forever()
 
 
+#: how much of a pre-rendered stream is written at once
+_BATCH = 256 * 1024
+
+
+def _rendered(turn: dict[str, Any], usage: bool) -> bytes:
+    """A turn's whole SSE body, as the scripted server writes it event by event (its own chunk builder)."""
+    request: dict[str, Any] = {"model": "scripted", "stream": True}
+    if usage:
+        request["stream_options"] = {"include_usage": True}
+    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in openai_server._stream_chunks(turn, request)]
+    return "".join([*events, "data: [DONE]\n\n"]).encode()
+
+
+class PrerenderedServer(openai_server.ScriptedOpenAIServer):
+    """The scripted server with every turn's stream rendered before the first request: a request that asks for
+    usage gets the body with the usage chunk. Requests with an output limit or a fault turn are refused (the
+    benchmark sends neither)."""
+
+    def __init__(self, turns: list[dict[str, Any]]) -> None:
+        super().__init__(turns)
+        cache: dict[tuple[str, bool], bytes] = {}
+        for turn in turns:
+            for usage in (False, True):
+                cache.setdefault((json.dumps(turn, sort_keys=True), usage), _rendered(turn, usage))
+        self.bodies = cache
+
+    def _handler_class(self) -> Any:
+        server = self
+        base = super()._handler_class()
+
+        class Handler(base):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:
+                request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                turn = server._next_turn()
+                if "status" in turn or not request.get("stream") or openai_server._output_limit(request):
+                    self.send_error(400, "the pre-rendered server streams scripted turns only")
+                    return
+                usage = bool((request.get("stream_options") or {}).get("include_usage"))
+                body = server.bodies[json.dumps(turn, sort_keys=True), usage]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                view = memoryview(body)
+                for start in range(0, len(body), _BATCH):
+                    self.wfile.write(view[start:start + _BATCH])
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
+
+
+def serve_prerendered(turns_path: Path) -> None:
+    server = PrerenderedServer(json.loads(turns_path.read_text()))
+    print(server.url, flush=True)
+    server._httpd.serve_forever()
+
+
 def serve_anthropic(turns_path: Path, timings: Path) -> None:
     _timed_requests(anthropic_server.ScriptedAnthropicServer, timings)
     # Answered as they come: Claude Code (bench_first_request's peer) sends requests the tests' strict checks
@@ -136,6 +198,8 @@ async def litellm_client(url: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "serve-prerendered":
+        serve_prerendered(Path(sys.argv[2]))
     elif sys.argv[1] == "serve-anthropic":
         serve_anthropic(Path(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "litellm":

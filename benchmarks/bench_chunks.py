@@ -12,9 +12,11 @@ Figures: µs per chunk, the time spent after the last chunk (which delays the re
 calls), and tool-call arguments assembled per second (issue 24 asks for at least 1 MB/s). First, end to end:
 a tool call with 1 MB of arguments in 10-character pieces through anvil's model adapter (``LiteLLMModel.stream``:
 litellm builds and sends the request; OpenAI-compatible streams are read lean), against a plain reader of the
-same stream (the standard library, each event's JSON parsed).
+same stream (the standard library, each event's JSON parsed). That server (benchmarks/_stream_peer.py
+``serve-prerendered``) renders its events to bytes before the request and writes them in large batches, so the
+figure is the client's, not the server's ``json.dumps`` and write per event.
 
-Run: python benchmarks/bench_chunks.py [--quick]
+Run: python benchmarks/bench_chunks.py [--quick] [--end-to-end]   (--end-to-end: only the first part)
 """
 
 from __future__ import annotations
@@ -96,8 +98,8 @@ def end_to_end(megabytes: float, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "turns.json"
         script.write_text(json.dumps([{"text": "warm up"}] + [turn] * (2 * rounds)))
-        server = subprocess.Popen([sys.executable, str(ROOT / "tests/support/openai_server.py"), str(script)],
-                                  stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen([sys.executable, str(ROOT / "benchmarks/_stream_peer.py"), "serve-prerendered",
+                                   str(script)], stdout=subprocess.PIPE, text=True)
         try:
             assert server.stdout is not None
             url = server.stdout.readline().strip()
@@ -122,6 +124,8 @@ def end_to_end(megabytes: float, rounds: int) -> None:
 def main() -> None:
     quick = "--quick" in sys.argv
     end_to_end(0.1 if quick else 1.0, 1 if quick else 3)
+    if "--end-to-end" in sys.argv:
+        return
     argument_bytes, rounds = (20_000, 1) if quick else (200_000, 5)
     arguments = json.dumps({"path": "big.txt", "content": "x" * argument_bytes})
     turns = [{"text": "warm up"}, {"text": "word " * 1600, "chunk_chars": 4},

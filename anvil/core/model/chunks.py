@@ -28,6 +28,10 @@ _DELTA_KEYS = frozenset({"content", "role", "tool_calls", "function_call", "refu
                          "reasoning", "audio"})
 _CALL_KEYS = frozenset({"index", "id", "type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
+#: a tool-call delta that carries only a piece of the arguments
+_PIECE_KEYS = frozenset({"index", "function"})
+_ARGUMENTS_ONLY = frozenset({"arguments"})
+_NOTHING: dict[str, Any] = {}
 
 
 class _CallParts:
@@ -143,10 +147,12 @@ class StreamAssembler:
         calls = delta.get("tool_calls")
         if calls:
             self._add_call_dicts(calls)
+            if len(delta) == 1:  # tool calls only (their arguments' pieces): nothing else to look for
+                return ""
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning:
             self.reasoning.append(str(reasoning))
-        if len(delta) > 2 or "content" not in delta:  # anything beyond content (and role) is rare
+        if not delta.keys() <= _DELTA_KEYS:  # a provider's own fields are rare (a set test, in C)
             self.fields.update((k, v) for k, v in delta.items() if k not in _DELTA_KEYS and v is not None)
         content = delta.get("content")
         if content:
@@ -162,16 +168,18 @@ class StreamAssembler:
             parts = self.calls.get(index)
             if parts is None:
                 parts = self.calls[index] = _CallParts()
+            function = call.get("function") or _NOTHING
+            arguments = function.get("arguments")
+            if arguments:
+                parts.arguments.append(arguments)
+            if call.keys() <= _PIECE_KEYS and function.keys() <= _ARGUMENTS_ONLY:
+                continue  # a piece of the arguments, nearly every delta of a call: nothing more to read
             if call.get("id"):
                 parts.id = call["id"]
-            function = call.get("function") or {}
             if function.get("name"):
                 parts.name = function["name"]
-            if function.get("arguments"):
-                parts.arguments.append(function["arguments"])
-            if len(call) > 3 or len(function) > 2:  # index, id/type, function: anything else is a provider's
-                parts.fields.update((k, v) for k, v in call.items() if k not in _CALL_KEYS and v is not None)
-                parts.fields.update((k, v) for k, v in function.items() if k not in _FUNCTION_KEYS and v is not None)
+            parts.fields.update((k, v) for k, v in call.items() if k not in _CALL_KEYS and v is not None)
+            parts.fields.update((k, v) for k, v in function.items() if k not in _FUNCTION_KEYS and v is not None)
 
     def take_reasoning(self) -> str:
         """The reasoning that arrived since the last call ("" when none)."""

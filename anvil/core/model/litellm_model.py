@@ -13,7 +13,7 @@ import importlib
 import os
 import threading
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from anvil.core.events import ReasoningDelta, Retrying
@@ -153,6 +153,12 @@ async def _close_stream(response: Any) -> None:
     if close is not None:
         with contextlib.suppress(Exception):
             await close()
+
+
+async def _one_by_one(response: Any) -> AsyncGenerator[tuple[Any], None]:
+    """litellm's stream in the lean stream's shape (chunks in batches): one chunk a batch."""
+    async for chunk in response:
+        yield (chunk,)
 
 
 _OPENAI_COMPATIBLE = ("openai/", "hosted_vllm/", "lm_studio/", "ollama/", "ollama_chat/", "llamafile/")
@@ -308,19 +314,20 @@ class LiteLLMModel:
                 assembler = StreamAssembler()
                 lean = lean_events(response)
                 add = assembler.add if lean is None else assembler.add_dict
+                batches = lean or _one_by_one(response)
                 try:
-                    async for chunk in lean or response:
-                        delta_text = add(chunk)
-                        reasoning = assembler.take_reasoning()
-                        if reasoning:
-                            started_output = True
-                            yield ReasoningDelta(reasoning)
-                        if delta_text:
-                            started_output = True
-                            yield delta_text
+                    async for batch in batches:
+                        for chunk in batch:
+                            delta_text = add(chunk)
+                            reasoning = assembler.take_reasoning()
+                            if reasoning:
+                                started_output = True
+                                yield ReasoningDelta(reasoning)
+                            if delta_text:
+                                started_output = True
+                                yield delta_text
                 finally:
-                    if lean is not None:
-                        await lean.aclose()  # closes the HTTP response it reads
+                    await batches.aclose()  # the lean stream closes the HTTP response it reads
                     await _close_stream(response)  # an interrupted stream too: its connection goes now
                 completion = assembler.build()
                 completion.cost = self._cost(litellm, assembler.raw_usage)
