@@ -5,9 +5,10 @@ of the screen, so a 500 token/s stream handed over token by token would spend th
 of reading the stream.
 
 The live Markdown stays small: once it holds more than :data:`LIVE_BLOCKS` blocks, the settled ones (all but
-the last, which may still grow) are captured into one :class:`FrozenMarkdown` and the live widget restarts
-with the tail. A finished reply is frozen whole. Every frame then lays out a handful of widgets per reply
-instead of hundreds (benchmarks/README.md has the figures). Width and theme changes re-render from the text.
+the last two; see :meth:`AssistantEntry._freeze`) are captured into one :class:`FrozenMarkdown` and the live
+widget restarts with the tail. A finished reply is frozen whole. Every frame then lays out a handful of
+widgets per reply instead of hundreds (benchmarks/README.md has the figures). Width and theme changes
+re-render from the text.
 
 Markdown costs a few milliseconds per block (mounting, styling, laying out, capturing), so a fast stream
 (2,000 tokens a second is ~170 blocks a second) would take more than the app has. Markdown then gets at most
@@ -200,8 +201,14 @@ class AssistantEntry(Entry):
                 self._retry_freeze()
                 return
             blocks = [child for child in live.children if isinstance(child, MarkdownBlock)]
-            # The last block of a streaming reply may still grow; a finished reply freezes whole.
-            captured = capture(live, blocks, len(blocks) if self._finished else len(blocks) - 1)
+            # A finished reply freezes whole. A streaming one keeps its last two blocks live: the last may still
+            # grow, and may still change kind ("``" is a paragraph until the third backtick makes it a code
+            # block, with more space above it), and the capture ends above the top margin of the block after
+            # it, which must therefore be one that can no longer change.
+            limit = len(blocks) if self._finished else len(blocks) - 2
+            if limit <= 0 and not self._finished:
+                return
+            captured = capture(live, blocks, limit)
             if captured.blocks == 0 and blocks:
                 self._retry_freeze()
                 return
