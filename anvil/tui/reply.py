@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from textual.widgets import Markdown
 
 FLUSH_INTERVAL = 1 / 30  # seconds between Markdown updates while a reply streams
-#: The most of the app's time Markdown steps take while text waits for them (a step's cost is measured from
-#: its start to the frame that shows it).
+#: The most of the app's time Markdown steps take while text waits for them (a step's cost is the process's
+#: CPU time from its start to the frame that shows it: the wait for that frame, or other programs' load on the
+#: machine, is no cost of the step's, and counting it made Markdown wait even for a slow stream).
 MARKDOWN_SHARE = 0.35
 #: The most text one Markdown step takes in: a few blocks, a frame's worth of mounting.
 STEP_CHARS = 1500
@@ -124,11 +125,12 @@ class AssistantEntry(Entry):
         wait = self._markdown_free_at - self._last_flush
         if wait > 0:  # Markdown had its share: the text shows plain until its turn
             self._show_raw()
-            self._flush_timer = self.set_timer(wait, self._flush)
+            if wait != float("inf"):  # else the step still on its way to the screen sets the time (_step_done)
+                self._flush_timer = self.set_timer(wait, self._flush)
             return
         piece = _step(self._backlog)
         self._backlog = self._backlog[len(piece):]
-        started = time.monotonic()
+        started = time.process_time()
         self._markdown_free_at = float("inf")  # until the step is on screen and its cost known
         await self._live.append(piece)
         self.call_after_refresh(self._step_done, started)
@@ -149,8 +151,10 @@ class AssistantEntry(Entry):
     def _step_done(self, started: float) -> None:
         """A Markdown step is on screen: the next may start once the others had their share of the time."""
         now = time.monotonic()
-        self._markdown_free_at = now + (now - started) * (1 / MARKDOWN_SHARE - 1)
-        if self._backlog and self._flush_timer is None:
+        self._markdown_free_at = now + (time.process_time() - started) * (1 / MARKDOWN_SHARE - 1)
+        if self._backlog:  # a flush that came while the cost was unknown set no real time: this one does
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
             self._flush_timer = self.set_timer(max(self._markdown_free_at - now, 0.001), self._flush)
 
     async def finish(self, text: str | None = None) -> None:
