@@ -5,9 +5,17 @@ of the screen, so a 500 token/s stream handed over token by token would spend th
 of reading the stream.
 
 The live Markdown stays small: once it holds more than :data:`LIVE_BLOCKS` blocks, the settled ones (all but
-the last, which may still grow) are captured into one :class:`FrozenMarkdown` and the live widget restarts
-with the tail. A finished reply is frozen whole. Every frame then lays out a handful of widgets per reply
-instead of hundreds (benchmarks/README.md has the figures). Width and theme changes re-render from the text.
+the last two; see :meth:`AssistantEntry._freeze`) are captured into one :class:`FrozenMarkdown` and the live
+widget restarts with the tail. A finished reply is frozen whole. Every frame then lays out a handful of
+widgets per reply instead of hundreds (benchmarks/README.md has the figures). Width and theme changes
+re-render from the text.
+
+Markdown costs a few milliseconds per block (mounting, styling, laying out, capturing), so a fast stream
+(2,000 tokens a second is ~170 blocks a second) would take more than the app has. Markdown then gets at most
+:data:`MARKDOWN_SHARE` of the time, in steps of at most :data:`STEP_CHARS`: the text waiting for its turn is shown
+as it came, plain, below the Markdown (:class:`RawTail`: the last screenful, one cheap widget), and Markdown
+catches up as the stream slows or ends. The newest text is on screen within a frame, and keys are answered
+between steps.
 """
 
 from __future__ import annotations
@@ -23,14 +31,20 @@ from textual.binding import Binding, BindingType
 
 from anvil.tui.entry import Entry
 from anvil.tui.frozen import FrozenMarkdown, capture
+from anvil.tui.raw_tail import RawTail
 
 if TYPE_CHECKING:
     # The Markdown widget pulls in markdown-it: imported when the first reply arrives, not before the first paint.
     from textual.timer import Timer
     from textual.widgets import Markdown
-    from textual.widgets._markdown import MarkdownStream
 
 FLUSH_INTERVAL = 1 / 30  # seconds between Markdown updates while a reply streams
+#: The most of the app's time Markdown steps take while text waits for them (a step's cost is the process's
+#: CPU time from its start to the frame that shows it: the wait for that frame, or other programs' load on the
+#: machine, is no cost of the step's, and counting it made Markdown wait even for a slow stream).
+MARKDOWN_SHARE = 0.35
+#: The most text one Markdown step takes in: a few blocks, a frame's worth of mounting.
+STEP_CHARS = 1500
 #: Blocks the live Markdown may hold before the settled ones are frozen. Small enough that a frame stays
 #: cheap, large enough that freezing (one capture and a fresh widget for the tail) stays rare.
 LIVE_BLOCKS = 8
@@ -61,8 +75,10 @@ class AssistantEntry(Entry):
         self._finished = bool(text)  # a reply given whole (a resumed session) never streams
         self._frozen = FrozenMarkdown()
         self._live: Markdown | None = None
-        self._stream: MarkdownStream | None = None
         self._pending: list[str] = []
+        self._backlog = ""  # text taken from _pending that waits for Markdown's turn (shown in the raw tail)
+        self._markdown_free_at = 0.0  # monotonic time from which the next Markdown step may run
+        self._raw = RawTail()
         self._last_flush = 0.0
         self._flush_timer: Timer | None = None
         # Writes, freezes and the finish take turns: each swaps or feeds the live widget.
@@ -98,42 +114,76 @@ class AssistantEntry(Entry):
             await self._flush_locked()
 
     async def _flush_locked(self) -> None:
-        from textual.widgets import Markdown
-
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
-        chunk = "".join(self._pending)
+        self._backlog += "".join(self._pending)
         self._pending.clear()
         self._last_flush = time.monotonic()
-        if not chunk or self._live is None:
+        if not self._backlog or self._live is None:
             return
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self._live)
-        await self._stream.write(chunk)
-        # Counted before this chunk is parsed in: the check lags a frame, which is harmless.
+        wait = self._markdown_free_at - self._last_flush
+        if wait > 0:  # Markdown had its share: the text shows plain until its turn
+            self._show_raw()
+            if wait != float("inf"):  # else the step still on its way to the screen sets the time (_step_done)
+                self._flush_timer = self.set_timer(wait, self._flush)
+            return
+        piece = _step(self._backlog)
+        self._backlog = self._backlog[len(piece):]
+        started = time.process_time()
+        self._markdown_free_at = float("inf")  # until the step is on screen and its cost known
+        await self._live.append(piece)
+        self.call_after_refresh(self._step_done, started)
+        self._show_raw()
+        # Counted before this chunk is laid out: the check lags a frame, which is harmless.
         if len(self._live.children) > LIVE_BLOCKS:
             self._schedule_freeze()
 
+    def _show_raw(self) -> None:
+        """The text waiting for Markdown, plain, after it; the widget is there only while text waits."""
+        attached = self._raw.parent is not None
+        if self._backlog and not attached:
+            self.mount(self._raw)
+        elif not self._backlog and attached:
+            self._raw.remove()
+        self._raw.show(self._backlog, self.app.size.height)
+
+    def _step_done(self, started: float) -> None:
+        """A Markdown step is on screen: the next may start once the others had their share of the time."""
+        now = time.monotonic()
+        self._markdown_free_at = now + (time.process_time() - started) * (1 / MARKDOWN_SHARE - 1)
+        if self._backlog:  # a flush that came while the cost was unknown set no real time: this one does
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
+            self._flush_timer = self.set_timer(max(self._markdown_free_at - now, 0.001), self._flush)
+
     async def finish(self, text: str | None = None) -> None:
-        """End the stream; ``text`` (the complete message) replaces what streamed if they differ."""
+        """End the stream; ``text`` (the complete message) replaces what streamed if they differ. Text still
+        waiting for Markdown is taken in first, a step at a time with keys answered between steps."""
         async with self._lock:
             await self._flush_locked()
-            await self._stop_stream()
+        unmeasured_since: float | None = None
+        while self._backlog and self._live is not None:
+            now = time.monotonic()
+            if self._markdown_free_at == float("inf"):  # the last step is not on screen yet: look again soon
+                unmeasured_since = unmeasured_since or now
+                if now - unmeasured_since > RERENDER_TURN_LIMIT:  # nor will it be (no refresh comes)
+                    self._markdown_free_at = 0.0
+                pause = FLUSH_INTERVAL
+            else:
+                unmeasured_since = None
+                pause = min(self._markdown_free_at - now, 1.0)
+            await asyncio.sleep(max(pause, FLUSH_INTERVAL / 10))
+            async with self._lock:
+                await self._flush_locked()
+        async with self._lock:
+            await self._flush_locked()
+            self._show_raw()
             self._finished = True
             if text is not None and text != self.text:
                 self.text = text
                 await self._render_afresh()
         self._schedule_freeze()
-
-    async def _stop_stream(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            await stream.stop()  # appends whatever it still held
-            # stop() cancels the stream's task while its last append may still run (under asyncio.shield);
-            # that append holds the widget's lock until its blocks are mounted.
-            async with stream.markdown_widget.lock:
-                pass
 
     # -- freezing ---------------------------------------------------------------------------------------
 
@@ -154,10 +204,15 @@ class AssistantEntry(Entry):
             if live.outer_size.width == 0:  # mounted but not laid out yet: after the next refresh
                 self._retry_freeze()
                 return
-            await self._stop_stream()
             blocks = [child for child in live.children if isinstance(child, MarkdownBlock)]
-            # The last block of a streaming reply may still grow; a finished reply freezes whole.
-            captured = capture(live, blocks, len(blocks) if self._finished else len(blocks) - 1)
+            # A finished reply freezes whole. A streaming one keeps its last two blocks live: the last may still
+            # grow, and may still change kind ("``" is a paragraph until the third backtick makes it a code
+            # block, with more space above it), and the capture ends above the top margin of the block after
+            # it, which must therefore be one that can no longer change.
+            limit = len(blocks) if self._finished else len(blocks) - 2
+            if limit <= 0 and not self._finished:
+                return
+            captured = capture(live, blocks, limit)
             if captured.blocks == 0 and blocks:
                 self._retry_freeze()
                 return
@@ -172,7 +227,7 @@ class AssistantEntry(Entry):
                 self._capture_attempts = 0
             if self._live is None:
                 self._frozen_whole.set()
-        if self._pending:
+        if self._pending or self._backlog:
             await self._flush()
 
     def _retry_freeze(self) -> None:
@@ -198,16 +253,16 @@ class AssistantEntry(Entry):
 
     async def _render_afresh(self) -> None:
         """Back to one live Markdown of the whole text; freezing then starts over (width or theme changed)."""
-        await self._stop_stream()
         shown = self.text[: len(self.text) - self._pending_length]  # the pending rest arrives with the next flush
         with self.app.batch_update():
             self._frozen.clear()
             await self._replace_live(shown)
+            self._show_raw()
         self._capture_attempts = 0
 
     @property
     def _pending_length(self) -> int:
-        return sum(len(part) for part in self._pending)
+        return len(self._backlog) + sum(len(part) for part in self._pending)
 
     def on_frozen_markdown_stale(self, event: FrozenMarkdown.Stale) -> None:
         event.stop()
@@ -280,3 +335,20 @@ class AssistantEntry(Entry):
         if code is not None:
             self.app.copy_to_clipboard(code)
             self.app.notify("Copied the code block.", timeout=2)
+
+
+def _step(backlog: str) -> str:
+    """What the next Markdown step takes: at most STEP_CHARS and about LIVE_BLOCKS blocks (blank lines
+    apart), cut at a line end when there is one; everything when it is less."""
+    end = min(len(backlog), STEP_CHARS)
+    gap = -2
+    for _ in range(LIVE_BLOCKS):
+        gap = backlog.find("\n\n", gap + 2, end)
+        if gap < 0:
+            break
+    else:
+        return backlog[: gap + 2]
+    if end == len(backlog):
+        return backlog
+    cut = backlog.rfind("\n", 0, end)
+    return backlog[: cut + 1] if cut > 0 else backlog[:end]

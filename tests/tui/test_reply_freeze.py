@@ -19,6 +19,7 @@ from textual.widgets import Markdown
 from textual.widgets._markdown import MarkdownBlock
 
 from anvil.tui.frozen import capture
+from anvil.tui.raw_tail import RawTail
 from anvil.tui.reply import LIVE_BLOCKS, AssistantEntry
 from anvil.tui.themes import load_themes
 from tests.tui.conftest import wait_for
@@ -216,3 +217,45 @@ async def test_a_resize_while_streaming_loses_nothing() -> None:
         assert entry.rendered_source == TEXT
         assert rendered(entry.frozen._strips, app) == await reference_lines(app, pilot, TEXT)
 
+
+async def test_text_faster_than_markdown_shows_plain_at_once_and_markdown_catches_up() -> None:
+    app = ReplyApp()
+    async with app.run_test(size=SIZE) as pilot:
+        want = await reference_lines(app, pilot, TEXT)
+        entry = AssistantEntry()
+        await app.query_one("#transcript").mount(entry)
+        await pilot.pause()
+        await entry.write(TEXT)  # a whole reply in one delta: more than one Markdown step takes
+        await pilot.pause()
+        live = entry._live
+        assert live is not None and "quoted 9" not in live.source  # Markdown has not taken the end in yet
+        raw = entry.query_one(RawTail)  # but it is on screen, plain, below
+        assert raw.waiting.endswith("> quoted 9") and raw.region.height > 0
+        assert "> quoted 9" in raw.render().plain  # type: ignore[union-attr]
+        await entry.finish()
+        await wait_for(pilot, lambda: entry._live is None and len(entry.children) == 1)
+        assert not entry.query(RawTail)  # gone once Markdown has it all
+        assert rendered(entry.frozen._strips, app) == want
+
+
+async def test_a_freeze_while_the_last_block_is_half_typed_keeps_the_gap_before_it() -> None:
+    """The live Markdown is frozen while its last block is still "``", a paragraph that becomes a code block
+    (more space above it) once the third backtick comes: the gap above it must be the code block's, once."""
+    head = "\n\n".join(f"Paragraph {i}." for i in range(LIVE_BLOCKS)) + "\n\n- a\n- b\n\n``"
+    rest = "`python\nprint(1)\n```\n\nThe end."
+    app = ReplyApp()
+    async with app.run_test(size=SIZE) as pilot:
+        want = await reference_lines(app, pilot, head + rest)
+        entry = AssistantEntry()
+        await app.query_one("#transcript").mount(entry)
+        await pilot.pause()
+        await entry.write(head)
+        await wait_for(pilot, lambda: entry.rendered_source == head)
+        await pilot.pause()
+        entry._schedule_freeze()  # what a long reply does every few blocks, here with "``" last for sure
+        await wait_for(pilot, lambda: entry.frozen.line_count > 0)
+        await entry.write(rest)
+        await entry.finish()
+        await wait_for(pilot, lambda: entry._live is None and len(entry.children) == 1)
+        assert entry.rendered_source == head + rest
+        assert rendered(entry.frozen._strips, app) == want
