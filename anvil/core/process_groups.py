@@ -31,6 +31,9 @@ NONINTERACTIVE_ENV = {
     # so background Python servers show their output as it happens, not when a buffer fills
     "PYTHONUNBUFFERED": "1",
     "ANVIL": "1",
+    # an `anvil` that a command or hook runs is a one-off in its own process: a warm engine started there would be
+    # confined (and ended) with the command, only costing a litellm import, and one outside refuses such a client
+    "ANVIL_ENGINE": "off",
 }
 
 

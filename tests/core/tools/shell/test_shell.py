@@ -189,8 +189,8 @@ async def test_stdin_is_closed(ctx: ToolContext) -> None:
 
 
 async def test_noninteractive_environment(ctx: ToolContext) -> None:
-    result = await run(ctx, 'echo "$PAGER|$GIT_PAGER|$TERM|$GIT_TERMINAL_PROMPT|$GIT_EDITOR"; tty')
-    assert first_line(result) == "cat|cat|dumb|0|true"
+    result = await run(ctx, 'echo "$PAGER|$GIT_PAGER|$TERM|$GIT_TERMINAL_PROMPT|$GIT_EDITOR|$ANVIL_ENGINE"; tty')
+    assert first_line(result) == "cat|cat|dumb|0|true|off"  # an anvil run by the model starts no warm engine
     assert "not a tty" in result.output
 
 
